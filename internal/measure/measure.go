@@ -1,0 +1,157 @@
+// Package measure holds the load streams' measurements as per-second
+// buckets: an HDR histogram of latency (from the intended send time, so no
+// coordinated omission), counts per status code and per error kind, bytes,
+// dispatch lag, and shed responses. Memory is bounded by run length in
+// seconds, never by request count. Windows (baseline, fault:<name>, ...)
+// are cut from these buckets by merging.
+package measure
+
+import (
+	"fmt"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram range: 1 µs to 120 s at 3 significant figures. Values are µs.
+const (
+	histMin     = 1
+	histMax     = int64(120 * time.Second / time.Microsecond)
+	histSigFigs = 3
+)
+
+// NewHistogram returns an empty latency histogram in µs (1 µs .. 120 s, 3
+// significant figures). Values above the range are clamped to its top.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(histMin, histMax, histSigFigs)
+}
+
+// Record adds d (clamped to the histogram's range) to h in µs.
+func Record(h *hdrhistogram.Histogram, d time.Duration) {
+	v := d.Microseconds()
+	if v < histMin {
+		v = histMin
+	}
+	if v > histMax {
+		v = histMax
+	}
+	_ = h.RecordValue(v)
+}
+
+// Quantile returns the q-th percentile (q in 0..100) of h as a duration.
+func Quantile(h *hdrhistogram.Histogram, q float64) time.Duration {
+	if h == nil || h.TotalCount() == 0 {
+		return 0
+	}
+	return time.Duration(h.ValueAtQuantile(q)) * time.Microsecond
+}
+
+// Error kinds of requests that got no HTTP response.
+const (
+	ErrTimeout = "timeout"
+	ErrRefused = "connection-refused"
+	ErrReset   = "connection-reset"
+	ErrOther   = "other"
+)
+
+// Bucket is one stream's measurements for requests whose intended send time
+// falls in [Start, Start+Width). Not safe for concurrent use.
+type Bucket struct {
+	// Start is the offset on the run's clock; Width is usually 1s.
+	Start time.Duration
+	Width time.Duration
+	// Intended counts requests the schedule asked for in this bucket.
+	Intended int64
+	// Requests counts completed requests (response or error).
+	Requests int64
+	// OK counts responses with status 200-399.
+	OK int64
+	// Codes counts responses per HTTP status code.
+	Codes map[int]int64
+	// Errors counts requests without a response per kind (ErrTimeout, ...).
+	Errors map[string]int64
+	// BytesIn and BytesOut are body bytes received and sent.
+	BytesIn, BytesOut int64
+	// Latency of every completed request in µs, from its intended send time.
+	Latency *hdrhistogram.Histogram
+	// Lag is the dispatch lag (actual - intended send time) in µs.
+	Lag *hdrhistogram.Histogram
+	// Late counts requests whose lag exceeded the stream's budget.
+	Late int64
+	// Shed is the latency in µs of shed responses (503 and 429).
+	Shed *hdrhistogram.Histogram
+	// ShedRetryAfter counts shed responses that carried Retry-After.
+	ShedRetryAfter int64
+	// Retries counts retry attempts (not included in Requests).
+	Retries int64
+}
+
+// NewBucket returns an empty bucket.
+func NewBucket(start, width time.Duration) *Bucket {
+	return &Bucket{
+		Start: start, Width: width,
+		Codes: map[int]int64{}, Errors: map[string]int64{},
+		Latency: NewHistogram(), Lag: NewHistogram(), Shed: NewHistogram(),
+	}
+}
+
+// Failures counts requests that failed: transport errors plus responses
+// with status >= 400.
+func (b *Bucket) Failures() int64 {
+	var n int64
+	for _, c := range b.Errors {
+		n += c
+	}
+	for code, c := range b.Codes {
+		if code >= 400 {
+			n += c
+		}
+	}
+	return n
+}
+
+// Merge adds o into b (b's Start and Width are kept).
+func (b *Bucket) Merge(o *Bucket) {
+	b.Intended += o.Intended
+	b.Requests += o.Requests
+	b.OK += o.OK
+	for k, v := range o.Codes {
+		b.Codes[k] += v
+	}
+	for k, v := range o.Errors {
+		b.Errors[k] += v
+	}
+	b.BytesIn += o.BytesIn
+	b.BytesOut += o.BytesOut
+	b.Latency.Merge(o.Latency)
+	b.Lag.Merge(o.Lag)
+	b.Late += o.Late
+	b.Shed.Merge(o.Shed)
+	b.ShedRetryAfter += o.ShedRetryAfter
+	b.Retries += o.Retries
+}
+
+// Series is one stream's buckets in time order.
+type Series struct {
+	Stream string
+	// Buckets are contiguous, each Width long, sorted by Start.
+	Buckets []*Bucket
+}
+
+// Window merges the buckets whose start lies in [from, to) into one bucket.
+// A bucket belongs to a window when its start does: windows on whole
+// seconds line up exactly with 1 s buckets.
+func (s *Series) Window(from, to time.Duration) *Bucket {
+	out := NewBucket(from, to-from)
+	for _, b := range s.Buckets {
+		if b.Start >= from && b.Start < to {
+			out.Merge(b)
+		}
+	}
+	return out
+}
+
+// String summarises a bucket for logs.
+func (b *Bucket) String() string {
+	return fmt.Sprintf("[%s+%s] n=%d ok=%d p99=%s", b.Start, b.Width, b.Requests, b.OK, Quantile(b.Latency, 99))
+}

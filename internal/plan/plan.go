@@ -1,0 +1,66 @@
+// Package plan turns a validated scenario into the timeline a run carries
+// out: when each stream starts and stops, when each fault turns on and off,
+// which windows exist and which assertion judges which window. Offsets are
+// from t=0, the moment load starts, on the run's single clock.
+package plan
+
+import "time"
+
+// ActionKind names a timed action.
+type ActionKind string
+
+// Action kinds.
+const (
+	StreamStart ActionKind = "stream-start"
+	StreamStop  ActionKind = "stream-stop"
+	FaultOn     ActionKind = "fault-on"
+	FaultOff    ActionKind = "fault-off"
+	RunEnd      ActionKind = "run-end"
+)
+
+// Action is one timed step of the run.
+type Action struct {
+	At     time.Duration `json:"at"`
+	Kind   ActionKind    `json:"kind"`
+	Target string        `json:"target"` // stream or fault name
+	Detail string        `json:"detail,omitempty"`
+}
+
+// Window is a named span [Start, End) of the run. Names: run, baseline,
+// fault:<fault>, recovery:<fault>, or a user window name.
+type Window struct {
+	Name  string        `json:"name"`
+	Start time.Duration `json:"start"`
+	End   time.Duration `json:"end"`
+	// Fault is the fault a fault:/recovery: window belongs to.
+	Fault string `json:"fault,omitempty"`
+}
+
+// Judgement binds an assertion (by name) to the window it judges.
+type Judgement struct {
+	Assertion string `json:"assertion"`
+	Type      string `json:"type"`
+	Window    string `json:"window"`
+}
+
+// Plan is the whole timeline.
+type Plan struct {
+	Scenario string `json:"scenario"`
+	// Duration is the run's length from t=0.
+	Duration time.Duration `json:"duration"`
+	// Warmup is excluded from every window.
+	Warmup     time.Duration `json:"warmup"`
+	Actions    []Action      `json:"actions"`
+	Windows    []Window      `json:"windows"`
+	Judgements []Judgement   `json:"judgements"`
+}
+
+// Window returns the window named name.
+func (p *Plan) Window(name string) (Window, bool) {
+	for _, w := range p.Windows {
+		if w.Name == name {
+			return w, true
+		}
+	}
+	return Window{}, false
+}

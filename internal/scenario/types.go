@@ -1,0 +1,615 @@
+// Package scenario defines drill's declarative scenario format
+// (apiVersion drill.dev/v1alpha1, kind Scenario), decodes it strictly from
+// YAML with file:line:col positions, and validates it.
+//
+// The types here are the contract every other package reads: the planner
+// (internal/plan) turns a Scenario into a timeline, the injectors read
+// [Fault], the load engine reads [Stream], the local runtime reads
+// [Service] and [Probe], and the assertions read [Assertion].
+//
+// Units live in types: [Duration] ("250ms", "15s"), [Rate] ("2800/s",
+// "1400/1s", "90/m"), [ByteSize] ("64KiB"), [Percentile] ("p99", "99.9").
+// A zero value of an optional field means "unset"; the field's doc comment
+// gives the default applied by [Scenario.SetDefaults].
+package scenario
+
+// APIVersion is the only scenario apiVersion this drill understands.
+const APIVersion = "drill.dev/v1alpha1"
+
+// KindScenario is the only scenario kind.
+const KindScenario = "Scenario"
+
+// Scenario is one drill: what to start, what load to drive, which faults to
+// inject when, what to watch and what to assert.
+type Scenario struct {
+	APIVersion string   `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string   `yaml:"kind" json:"kind"`
+	Metadata   Metadata `yaml:"metadata" json:"metadata"`
+
+	// Environment says where the system under test runs. Default: local.
+	Environment Environment `yaml:"environment" json:"environment"`
+	// Timeline fixes the run's length and its named phases.
+	Timeline Timeline `yaml:"timeline" json:"timeline"`
+	// Dependencies are started locally for the run (local environment only).
+	Dependencies []Dependency `yaml:"dependencies,omitempty" json:"dependencies,omitempty"`
+	// Toxiproxy says where proxies live. Default: embedded in drill.
+	Toxiproxy Toxiproxy `yaml:"toxiproxy,omitempty" json:"toxiproxy,omitempty"`
+	// Proxies are Toxiproxy proxies in front of dependencies.
+	Proxies []Proxy `yaml:"proxies,omitempty" json:"proxies,omitempty"`
+	// Services are the systems under test (local: run as replicas by the
+	// local runtime; kubernetes: found by selector).
+	Services []Service `yaml:"services,omitempty" json:"services,omitempty"`
+	// Streams are the open-model load streams.
+	Streams []Stream `yaml:"streams,omitempty" json:"streams,omitempty"`
+	// Faults are injected at set times of the timeline.
+	Faults []Fault `yaml:"faults,omitempty" json:"faults,omitempty"`
+	// Observers watch the system besides the load streams.
+	Observers Observers `yaml:"observers,omitempty" json:"observers,omitempty"`
+	// StopConditions end a fault early, stop load, or abort the run.
+	StopConditions []StopCondition `yaml:"stopConditions,omitempty" json:"stopConditions,omitempty"`
+	// Assertions are judged after the run, each over one window.
+	Assertions []Assertion `yaml:"assertions,omitempty" json:"assertions,omitempty"`
+
+	// File is the path the scenario was read from (not part of the YAML).
+	File string `yaml:"-" json:"-"`
+	// Positions maps a field path as the user wrote it
+	// (e.g. "faults[0].toxic") to its position in File (not part of the YAML).
+	Positions map[string]Position `yaml:"-" json:"-"`
+}
+
+// Position is a 1-based line and column in a scenario file.
+type Position struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+}
+
+// Metadata names and describes a scenario.
+type Metadata struct {
+	// Name is a DNS-label-like identifier (lower case, digits, '-'); required.
+	// It names the report directory.
+	Name string `yaml:"name" json:"name"`
+	// Description is free text for people.
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Sources lists the spec clauses the drill proves (e.g. "HEALTH-ORD-001 MC-FD-01").
+	Sources []string `yaml:"sources,omitempty" json:"sources,omitempty"`
+	// Labels are free key/value pairs copied into reports.
+	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+}
+
+// EnvironmentType is where the system under test runs.
+type EnvironmentType string
+
+// Environment types.
+const (
+	// EnvLocal runs dependencies, Toxiproxy and services on this machine.
+	EnvLocal EnvironmentType = "local"
+	// EnvKubernetes reaches a cluster through kubeconfig.
+	EnvKubernetes EnvironmentType = "kubernetes"
+)
+
+// Environment says where the system under test runs and what a run may touch.
+type Environment struct {
+	// Type is local (default) or kubernetes.
+	Type EnvironmentType `yaml:"type,omitempty" json:"type,omitempty"`
+	// Kubernetes is required when Type is kubernetes.
+	Kubernetes *KubernetesEnv `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+}
+
+// KubernetesEnv is the allow-list a kubernetes run is held to: drill refuses
+// any kubeconfig context or namespace not listed (exit 2, nothing touched).
+type KubernetesEnv struct {
+	// AllowedContexts lists kubeconfig context names the run may use; at
+	// least one is required.
+	AllowedContexts []string `yaml:"allowedContexts" json:"allowedContexts"`
+	// AllowedNamespaces lists namespaces the run may touch; default: only
+	// Namespace.
+	AllowedNamespaces []string `yaml:"allowedNamespaces,omitempty" json:"allowedNamespaces,omitempty"`
+	// Namespace is the default namespace; -n/--namespace overrides it.
+	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+}
+
+// Timeline fixes the run's length and phases. Offsets are from the start of
+// load (t=0). The planner derives windows: baseline = [Warmup, first fault
+// on), fault:<name> = [at, at+for), recovery:<name> = [off, off+Recovery),
+// run = [Warmup, Duration).
+type Timeline struct {
+	// Duration is the whole run from t=0; required, > 0.
+	Duration Duration `yaml:"duration" json:"duration"`
+	// Warmup is excluded from every window; default 0.
+	Warmup Duration `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+	// Recovery is the length of each recovery:<fault> window; default 10s.
+	Recovery Duration `yaml:"recovery,omitempty" json:"recovery,omitempty"`
+	// ReadyTimeout bounds the wait for services to become ready before t=0;
+	// default 120s.
+	ReadyTimeout Duration `yaml:"readyTimeout,omitempty" json:"readyTimeout,omitempty"`
+	// Windows are extra named windows, e.g. {name: steady, from: 10s, to: 20s}.
+	Windows []WindowSpec `yaml:"windows,omitempty" json:"windows,omitempty"`
+}
+
+// WindowSpec is a user-named window [From, To) on the run's clock.
+type WindowSpec struct {
+	Name string   `yaml:"name" json:"name"`
+	From Duration `yaml:"from" json:"from"`
+	To   Duration `yaml:"to" json:"to"`
+}
+
+// Dependency is something started locally for the run. Exactly one of
+// Postgres or HTTPStub is set.
+type Dependency struct {
+	// Name is referenced as ${dependencies.<name>.addr} etc.
+	Name     string        `yaml:"name" json:"name"`
+	Postgres *PostgresDep  `yaml:"postgres,omitempty" json:"postgres,omitempty"`
+	HTTPStub *HTTPStubDep  `yaml:"httpStub,omitempty" json:"httpStub,omitempty"`
+}
+
+// PostgresMode chooses how a throwaway PostgreSQL is started.
+type PostgresMode string
+
+// PostgreSQL start modes.
+const (
+	// PostgresAuto uses the machine's binaries (initdb, pg_ctl) if found,
+	// else testcontainers-go if a Docker engine answers.
+	PostgresAuto PostgresMode = "auto"
+	// PostgresBinaries requires initdb and pg_ctl.
+	PostgresBinaries PostgresMode = "binaries"
+	// PostgresContainer requires a Docker engine.
+	PostgresContainer PostgresMode = "container"
+)
+
+// PostgresDep is a throwaway PostgreSQL cluster (fsync off, random free port
+// on 127.0.0.1, removed at exit). Exposes ${dependencies.<name>.addr}
+// (host:port), .host, .port and .dsn.
+type PostgresDep struct {
+	// Mode is auto (default), binaries or container.
+	Mode PostgresMode `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// Database is created at start; default "drill".
+	Database string `yaml:"database,omitempty" json:"database,omitempty"`
+	// User is the superuser name; default "drill".
+	User string `yaml:"user,omitempty" json:"user,omitempty"`
+	// Image is the container image for mode container; default postgres:16-alpine.
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// MaxConnections is PostgreSQL's max_connections; default 300.
+	MaxConnections int `yaml:"maxConnections,omitempty" json:"maxConnections,omitempty"`
+	// InitSQL runs once after start (schema for the service under test).
+	InitSQL string `yaml:"initSQL,omitempty" json:"initSQL,omitempty"`
+}
+
+// HTTPStubDep is a small local HTTP service answering every request with
+// Status and Body after Latency (e.g. the tax API of BULKHEAD-PAY-001).
+// Exposes ${dependencies.<name>.addr} and .url.
+type HTTPStubDep struct {
+	// Latency is added before each response; default 0.
+	Latency Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
+	// Status is the HTTP status; default 200.
+	Status int `yaml:"status,omitempty" json:"status,omitempty"`
+	// Body is the response body; default "{}".
+	Body string `yaml:"body,omitempty" json:"body,omitempty"`
+	// ContentType default "application/json".
+	ContentType string `yaml:"contentType,omitempty" json:"contentType,omitempty"`
+}
+
+// Toxiproxy says where the scenario's proxies live.
+type Toxiproxy struct {
+	// URL of a remote Toxiproxy HTTP API (e.g. http://toxiproxy.staging:8474).
+	// Empty: drill embeds a Toxiproxy server on loopback.
+	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+}
+
+// Proxy is a Toxiproxy proxy. In embedded mode drill creates it; in remote
+// mode drill creates it unless it exists (then Listen/Upstream must match or
+// be empty). Exposes ${proxies.<name>.addr} (the resolved listen address).
+type Proxy struct {
+	// Name is the Toxiproxy proxy name; required, unique.
+	Name string `yaml:"name" json:"name"`
+	// Listen is host:port; default "127.0.0.1:0" (a free port).
+	Listen string `yaml:"listen,omitempty" json:"listen,omitempty"`
+	// Upstream is host:port, may use ${dependencies.<name>.addr}; required.
+	Upstream string `yaml:"upstream" json:"upstream"`
+}
+
+// Service is a system under test.
+// In a local environment exactly one of Reference or Command is set.
+type Service struct {
+	// Name is referenced as ${services.<name>.url} (the local Service proxy).
+	Name string `yaml:"name" json:"name"`
+	// Reference names a built-in reference service: order-gateway or payment-core.
+	Reference string `yaml:"reference,omitempty" json:"reference,omitempty"`
+	// Build selects the reference build: correct (default) or naive.
+	Build string `yaml:"build,omitempty" json:"build,omitempty"`
+	// Command is argv of any local program; the replica's port is in $PORT.
+	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
+	// Args are extra arguments (appended to Command or the reference service).
+	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
+	// Env is added to each replica's environment; values may use ${...}.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Replicas is the number of local processes; default 1.
+	Replicas int `yaml:"replicas,omitempty" json:"replicas,omitempty"`
+	// Listen is the local Service proxy's address; default 127.0.0.1:0.
+	Listen string `yaml:"listen,omitempty" json:"listen,omitempty"`
+	// Probes are the container's probes, inline. Overrides Manifest per probe.
+	Probes Probes `yaml:"probes,omitempty" json:"probes,omitempty"`
+	// Manifest reads probes from a Deployment manifest.
+	Manifest *ManifestRef `yaml:"manifest,omitempty" json:"manifest,omitempty"`
+	// TerminationGracePeriodSeconds is the SIGTERM->SIGKILL grace in s; default 30.
+	TerminationGracePeriodSeconds *int64 `yaml:"terminationGracePeriodSeconds,omitempty" json:"terminationGracePeriodSeconds,omitempty"`
+	// Selector finds the service's pods in kubernetes mode (e.g. app=order-gateway).
+	Selector string `yaml:"selector,omitempty" json:"selector,omitempty"`
+	// URL is the service's base URL in kubernetes mode.
+	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+}
+
+// ManifestRef points at a Deployment manifest (YAML, one or more documents);
+// drill reads the probes of the named container.
+type ManifestRef struct {
+	// Path is relative to the scenario file.
+	Path string `yaml:"path" json:"path"`
+	// Container is the container name; default: the only container.
+	Container string `yaml:"container,omitempty" json:"container,omitempty"`
+}
+
+// Probes are a container's three probes with PodSpec field names.
+type Probes struct {
+	StartupProbe   *Probe `yaml:"startupProbe,omitempty" json:"startupProbe,omitempty"`
+	LivenessProbe  *Probe `yaml:"livenessProbe,omitempty" json:"livenessProbe,omitempty"`
+	ReadinessProbe *Probe `yaml:"readinessProbe,omitempty" json:"readinessProbe,omitempty"`
+}
+
+// Probe mirrors the Kubernetes core/v1 Probe with the same field names and
+// defaults: initialDelaySeconds 0, periodSeconds 10, timeoutSeconds 1,
+// successThreshold 1, failureThreshold 3. Exactly one handler is set.
+// Kubernetes' rule: liveness and startup successThreshold must be 1.
+type Probe struct {
+	HTTPGet   *HTTPGetAction   `yaml:"httpGet,omitempty" json:"httpGet,omitempty"`
+	TCPSocket *TCPSocketAction `yaml:"tcpSocket,omitempty" json:"tcpSocket,omitempty"`
+	Exec      *ExecAction      `yaml:"exec,omitempty" json:"exec,omitempty"`
+	// InitialDelaySeconds in s; default 0.
+	InitialDelaySeconds int32 `yaml:"initialDelaySeconds,omitempty" json:"initialDelaySeconds,omitempty"`
+	// PeriodSeconds in s; default 10, minimum 1.
+	PeriodSeconds int32 `yaml:"periodSeconds,omitempty" json:"periodSeconds,omitempty"`
+	// TimeoutSeconds in s; default 1, minimum 1.
+	TimeoutSeconds int32 `yaml:"timeoutSeconds,omitempty" json:"timeoutSeconds,omitempty"`
+	// SuccessThreshold: consecutive successes to pass; default 1.
+	SuccessThreshold int32 `yaml:"successThreshold,omitempty" json:"successThreshold,omitempty"`
+	// FailureThreshold: consecutive failures to fail; default 3.
+	FailureThreshold int32 `yaml:"failureThreshold,omitempty" json:"failureThreshold,omitempty"`
+	// TerminationGracePeriodSeconds overrides the service's grace for
+	// liveness/startup kills, in s.
+	TerminationGracePeriodSeconds *int64 `yaml:"terminationGracePeriodSeconds,omitempty" json:"terminationGracePeriodSeconds,omitempty"`
+}
+
+// HTTPGetAction probes GET http://127.0.0.1:<replica port><Path>; 200-399 passes.
+type HTTPGetAction struct {
+	Path string `yaml:"path" json:"path"`
+	// Port is ignored locally (the replica's own port is used); kept for
+	// manifest compatibility. Number or name.
+	Port        any          `yaml:"port,omitempty" json:"port,omitempty"`
+	Scheme      string       `yaml:"scheme,omitempty" json:"scheme,omitempty"`
+	HTTPHeaders []HTTPHeader `yaml:"httpHeaders,omitempty" json:"httpHeaders,omitempty"`
+}
+
+// HTTPHeader is one probe request header.
+type HTTPHeader struct {
+	Name  string `yaml:"name" json:"name"`
+	Value string `yaml:"value" json:"value"`
+}
+
+// TCPSocketAction passes when a TCP connection to the replica's port opens.
+type TCPSocketAction struct {
+	Port any `yaml:"port,omitempty" json:"port,omitempty"`
+}
+
+// ExecAction runs Command; exit status 0 passes.
+type ExecAction struct {
+	Command []string `yaml:"command" json:"command"`
+}
+
+// Stream is one open-model load stream: requests are sent on the pacer's
+// schedule whatever the responses, and latency counts from the intended send
+// time.
+type Stream struct {
+	// Name is unique; assertions refer to it.
+	Name string `yaml:"name" json:"name"`
+	// Targets are round-robin; each may use ${...} and a body template.
+	Targets []Target `yaml:"targets,omitempty" json:"targets,omitempty"`
+	// TargetsFile reads vegeta targets (format http or json) from a file
+	// relative to the scenario.
+	TargetsFile *TargetsFile `yaml:"targetsFile,omitempty" json:"targetsFile,omitempty"`
+	// Rate is a constant rate, e.g. 2800/s. Exactly one of Rate, Ramp, Steps.
+	Rate *Rate `yaml:"rate,omitempty" json:"rate,omitempty"`
+	// Ramp is a linear ramp from From to To over the stream's duration.
+	Ramp *Ramp `yaml:"ramp,omitempty" json:"ramp,omitempty"`
+	// Steps are consecutive constant rates.
+	Steps []Step `yaml:"steps,omitempty" json:"steps,omitempty"`
+	// Start is the offset from t=0; default 0.
+	Start Duration `yaml:"start,omitempty" json:"start,omitempty"`
+	// Duration default: until the end of the timeline.
+	Duration Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	// Timeout per request (whole exchange); default 5s.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// MaxConnections caps connections per host; 0 = unlimited.
+	MaxConnections int `yaml:"maxConnections,omitempty" json:"maxConnections,omitempty"`
+	// MaxWorkers caps concurrent in-flight requests; 0 = engine default
+	// (enough for rate x timeout).
+	MaxWorkers int `yaml:"maxWorkers,omitempty" json:"maxWorkers,omitempty"`
+	// KeepAlive reuses connections; default true.
+	KeepAlive *bool `yaml:"keepAlive,omitempty" json:"keepAlive,omitempty"`
+	// Retry is the client behaviour on failure; default none.
+	Retry *Retry `yaml:"retry,omitempty" json:"retry,omitempty"`
+	// LagBudget: the run is invalid (exit 4) if more than Fraction of
+	// requests went out later than Late; default 1% later than 10ms.
+	LagBudget *LagBudget `yaml:"lagBudget,omitempty" json:"lagBudget,omitempty"`
+}
+
+// Target is one request template.
+type Target struct {
+	// Method default GET.
+	Method string `yaml:"method,omitempty" json:"method,omitempty"`
+	// URL is required, absolute (http://...), may use ${...}.
+	URL string `yaml:"url" json:"url"`
+	// Headers are sent on every request. Authorization is redacted in reports.
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Body is a Go text/template with {{.ID}} (unique per request),
+	// {{.Seq}} (sequence number) and {{.Time}} (RFC 3339 intended send time).
+	Body string `yaml:"body,omitempty" json:"body,omitempty"`
+}
+
+// TargetsFile is a vegeta targets file.
+type TargetsFile struct {
+	Path string `yaml:"path" json:"path"`
+	// Format is http (default) or json.
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+}
+
+// Ramp is a linear rate ramp.
+type Ramp struct {
+	From Rate `yaml:"from" json:"from"`
+	To   Rate `yaml:"to" json:"to"`
+}
+
+// Step is one constant-rate step of a stream.
+type Step struct {
+	Rate Rate     `yaml:"rate" json:"rate"`
+	For  Duration `yaml:"for" json:"for"`
+}
+
+// RetryPolicy names a client retry behaviour.
+type RetryPolicy string
+
+// Retry policies.
+const (
+	// RetryNone sends each request once (default).
+	RetryNone RetryPolicy = "none"
+	// RetryFixed retries failures after a fixed Interval with no jitter (the
+	// retry storm of BULKHEAD-PAY-001 ADV-IR-01).
+	RetryFixed RetryPolicy = "fixed"
+	// RetryAfter retries after the response's Retry-After (or Interval).
+	RetryAfter RetryPolicy = "retry-after"
+)
+
+// Retry is the client's retry behaviour.
+type Retry struct {
+	Policy RetryPolicy `yaml:"policy" json:"policy"`
+	// Interval between attempts for fixed; fallback for retry-after; default 50ms.
+	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+	// MaxAttempts including the first; default 3, 0 is invalid.
+	MaxAttempts int `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
+	// On lists status codes that trigger a retry; default 429, 502, 503, 504
+	// and transport errors.
+	On []int `yaml:"on,omitempty" json:"on,omitempty"`
+}
+
+// LagBudget bounds how far behind its schedule the load generator may fall.
+type LagBudget struct {
+	// Late is the lag beyond which a request counts as late; default 10ms.
+	Late Duration `yaml:"late,omitempty" json:"late,omitempty"`
+	// Fraction is the share of late requests allowed, 0..1; default 0.01.
+	Fraction float64 `yaml:"fraction,omitempty" json:"fraction,omitempty"`
+}
+
+// FaultType names a fault kind.
+type FaultType string
+
+// Fault types. The toxics are Toxiproxy's; see its docs for semantics.
+const (
+	FaultLatency   FaultType = "latency"    // latency (ms), jitter (ms)
+	FaultTimeout   FaultType = "timeout"    // timeout (ms); 0 = pause (hold data until removed)
+	FaultBandwidth FaultType = "bandwidth"  // rate (KB/s)
+	FaultSlowClose FaultType = "slow_close" // delay (ms)
+	FaultResetPeer FaultType = "reset_peer" // timeout (ms)
+	FaultSlicer    FaultType = "slicer"     // averageSize, sizeVariation (bytes), delay (µs)
+	FaultLimitData FaultType = "limit_data" // bytes
+	// FaultDown disables the proxy: the listener closes and every connection
+	// drops, so clients see "connection refused" rather than a hang.
+	FaultDown FaultType = "down"
+	// FaultProcessPause sends SIGSTOP to a local process group and SIGCONT on revert.
+	FaultProcessPause FaultType = "process-pause"
+	// FaultContainerPause pauses a container through the Docker API.
+	FaultContainerPause FaultType = "container-pause"
+)
+
+// Fault is one injected fault, on at At and off at At+For.
+type Fault struct {
+	// Name is unique; it names the fault:<name> and recovery:<name> windows.
+	Name string `yaml:"name" json:"name"`
+	// Type is a toxic type, down, process-pause or container-pause.
+	Type FaultType `yaml:"type" json:"type"`
+	// Proxy names a proxy (toxics and down).
+	Proxy string `yaml:"proxy,omitempty" json:"proxy,omitempty"`
+	// Dependency names a local dependency (process-pause, container-pause).
+	Dependency string `yaml:"dependency,omitempty" json:"dependency,omitempty"`
+	// Stream is upstream (client->server bytes), downstream (default), or both.
+	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
+	// Toxicity is the probability 0..1 that a connection is affected; default 1.
+	Toxicity *float64 `yaml:"toxicity,omitempty" json:"toxicity,omitempty"`
+	// At is when the fault turns on, from t=0; required.
+	At Duration `yaml:"at" json:"at"`
+	// For is how long it stays on; required, > 0.
+	For Duration `yaml:"for" json:"for"`
+
+	// Latency (latency toxic), rounded to ms.
+	Latency *Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
+	// Jitter (latency toxic), rounded to ms; must be <= Latency.
+	Jitter *Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// Timeout (timeout, reset_peer toxics), rounded to ms; 0 = hold forever.
+	Timeout *Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Rate (bandwidth toxic) in KB/s (1 KB = 1000 bytes).
+	RateKBps *int64 `yaml:"rateKBps,omitempty" json:"rateKBps,omitempty"`
+	// Delay (slow_close: ms; slicer: µs).
+	Delay *Duration `yaml:"delay,omitempty" json:"delay,omitempty"`
+	// AverageSize and SizeVariation (slicer) in bytes.
+	AverageSize   *ByteSize `yaml:"averageSize,omitempty" json:"averageSize,omitempty"`
+	SizeVariation *ByteSize `yaml:"sizeVariation,omitempty" json:"sizeVariation,omitempty"`
+	// Bytes (limit_data) per connection per direction.
+	Bytes *ByteSize `yaml:"bytes,omitempty" json:"bytes,omitempty"`
+}
+
+// Observers watch the system besides the load streams.
+type Observers struct {
+	// Pods watches pods by label selector (kubernetes).
+	Pods []PodObserver `yaml:"pods,omitempty" json:"pods,omitempty"`
+	// EndpointSlices watches a Service's EndpointSlices (kubernetes).
+	EndpointSlices []EndpointSliceObserver `yaml:"endpointSlices,omitempty" json:"endpointSlices,omitempty"`
+	// Probes polls HTTP endpoints (e.g. /healthz/ready) and records results.
+	Probes []ProbeObserver `yaml:"probes,omitempty" json:"probes,omitempty"`
+	// Metrics scrapes Prometheus text from /metrics endpoints.
+	Metrics []MetricsObserver `yaml:"metrics,omitempty" json:"metrics,omitempty"`
+	// PromQL queries a Prometheus server.
+	PromQL []PromQLObserver `yaml:"promql,omitempty" json:"promql,omitempty"`
+}
+
+// PodObserver watches pods matching Selector in Namespace.
+type PodObserver struct {
+	Name      string `yaml:"name" json:"name"`
+	Selector  string `yaml:"selector" json:"selector"`
+	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+}
+
+// EndpointSliceObserver watches the EndpointSlices labelled
+// kubernetes.io/service-name=<Service>.
+type EndpointSliceObserver struct {
+	Name      string `yaml:"name" json:"name"`
+	Service   string `yaml:"service" json:"service"`
+	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+}
+
+// ProbeObserver polls URL every Interval (default 1s) with Timeout (default 1s).
+type ProbeObserver struct {
+	Name     string   `yaml:"name" json:"name"`
+	URL      string   `yaml:"url" json:"url"`
+	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+	Timeout  Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+}
+
+// MetricsObserver scrapes URL every Interval (default 1s) and records the
+// named metric families (all when empty) as metric events.
+type MetricsObserver struct {
+	Name     string   `yaml:"name" json:"name"`
+	URL      string   `yaml:"url" json:"url"`
+	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+	Metrics  []string `yaml:"metrics,omitempty" json:"metrics,omitempty"`
+}
+
+// PromQLObserver runs Query against the Prometheus at URL every Interval
+// (default 5s) and records each series as metric events named Name.
+type PromQLObserver struct {
+	Name     string   `yaml:"name" json:"name"`
+	URL      string   `yaml:"url" json:"url"`
+	Query    string   `yaml:"query" json:"query"`
+	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+}
+
+// StopAction is what a stop condition does when it fires.
+type StopAction string
+
+// Stop actions, in the graded ladder of DESIGN 7a.
+const (
+	StopWarn      StopAction = "warn"       // log and record only
+	StopEndFaults StopAction = "end-faults" // revert every fault now, keep load and measuring
+	StopLoad      StopAction = "stop-load"  // revert faults and stop load
+	StopAbort     StopAction = "abort"      // end the run (exit 3)
+)
+
+// StopCondition fires when Stream's error rate stays above ErrorRateAbove
+// (0..1) for For.
+type StopCondition struct {
+	Name           string     `yaml:"name" json:"name"`
+	Stream         string     `yaml:"stream" json:"stream"`
+	ErrorRateAbove float64    `yaml:"errorRateAbove" json:"errorRateAbove"`
+	For            Duration   `yaml:"for" json:"for"`
+	Action         StopAction `yaml:"action,omitempty" json:"action,omitempty"` // default end-faults
+}
+
+// AssertionType names an assertion kind (DESIGN section 5).
+type AssertionType string
+
+// Assertion types.
+const (
+	AssertRestarts        AssertionType = "restarts"         // Service, Max (count)
+	AssertEndpointRemoval AssertionType = "endpoint-removal" // Service, MaxLatency, Percentile optional
+	AssertLatency         AssertionType = "latency"          // Stream, Percentile, MaxLatency
+	AssertErrorRate       AssertionType = "error-rate"       // Stream, StatusClass, MaxRate
+	AssertThroughput      AssertionType = "throughput"       // Stream, MinRatio (achieved/intended)
+	AssertRecovery        AssertionType = "recovery"         // Metric or Stream condition, Hold, Within
+	AssertShed            AssertionType = "shed"             // Stream, MaxLatency, RetryAfter
+	AssertFlaps           AssertionType = "flaps"            // Service, Max
+	AssertMetric          AssertionType = "metric"           // Metric, Labels, Op, Value
+	AssertIsolation       AssertionType = "isolation"        // Stream, MaxP99Ratio, MaxErrorRateDelta
+	AssertReady           AssertionType = "ready"            // Service, MinReady replicas at window end
+)
+
+// Assertion is one check over one window. Which fields apply depends on Type.
+type Assertion struct {
+	// Name is unique; it names the JUnit test case. Default: type-window.
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// Type is the assertion kind.
+	Type AssertionType `yaml:"type" json:"type"`
+	// Window is run, baseline, fault:<name>, recovery:<name>, or a
+	// timeline.windows name; default run.
+	Window string `yaml:"window,omitempty" json:"window,omitempty"`
+	// Source names a spec clause this assertion proves (e.g. INV-BH-02).
+	Source string `yaml:"source,omitempty" json:"source,omitempty"`
+
+	Service string `yaml:"service,omitempty" json:"service,omitempty"`
+	Stream  string `yaml:"stream,omitempty" json:"stream,omitempty"`
+
+	// Max is a count bound (restarts, flaps).
+	Max *int `yaml:"max,omitempty" json:"max,omitempty"`
+	// MinReady is the minimum ready replicas (ready).
+	MinReady *int `yaml:"minReady,omitempty" json:"minReady,omitempty"`
+	// Percentile for latency and endpoint-removal; default p99.
+	Percentile *Percentile `yaml:"percentile,omitempty" json:"percentile,omitempty"`
+	// MaxLatency is a latency bound (latency, endpoint-removal, shed).
+	MaxLatency *Duration `yaml:"maxLatency,omitempty" json:"maxLatency,omitempty"`
+	// StatusClass for error-rate: 5xx, 4xx, errors (transport), non-2xx, any
+	// (default: any failure = transport error or status >= 400).
+	StatusClass string `yaml:"statusClass,omitempty" json:"statusClass,omitempty"`
+	// Status narrows shed to one status code (e.g. 503); default 503 and 429.
+	Status []int `yaml:"status,omitempty" json:"status,omitempty"`
+	// MaxRate is a ratio bound 0..1 (error-rate).
+	MaxRate *float64 `yaml:"maxRate,omitempty" json:"maxRate,omitempty"`
+	// MinRatio is achieved/intended 0..1 (throughput); default 0.995.
+	MinRatio *float64 `yaml:"minRatio,omitempty" json:"minRatio,omitempty"`
+	// RetryAfter requires every shed response to carry Retry-After (shed).
+	RetryAfter *bool `yaml:"retryAfter,omitempty" json:"retryAfter,omitempty"`
+
+	// Metric names a metric family for metric and recovery assertions.
+	Metric string `yaml:"metric,omitempty" json:"metric,omitempty"`
+	// Labels select series of Metric (all must match).
+	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	// Op compares the metric with Value: <, <=, >, >=, ==, !=.
+	Op string `yaml:"op,omitempty" json:"op,omitempty"`
+	// Value is the metric bound.
+	Value *float64 `yaml:"value,omitempty" json:"value,omitempty"`
+	// Hold is how long the recovery condition must keep holding; default 2s.
+	Hold *Duration `yaml:"hold,omitempty" json:"hold,omitempty"`
+	// Within bounds the recovery time from the fault's end (recovery).
+	Within *Duration `yaml:"within,omitempty" json:"within,omitempty"`
+	// Fault names the fault whose end starts the recovery clock; default the
+	// fault of the window.
+	Fault string `yaml:"fault,omitempty" json:"fault,omitempty"`
+
+	// MaxP99Ratio bounds the window p99 / baseline p99 (isolation).
+	MaxP99Ratio *float64 `yaml:"maxP99Ratio,omitempty" json:"maxP99Ratio,omitempty"`
+	// MaxErrorRateDelta bounds the window error rate minus baseline (isolation).
+	MaxErrorRateDelta *float64 `yaml:"maxErrorRateDelta,omitempty" json:"maxErrorRateDelta,omitempty"`
+}

@@ -1,0 +1,222 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Duration is a time span written as a Go duration string ("250ms", "15s",
+// "2m"). A bare number is refused: the unit must be explicit.
+type Duration struct{ time.Duration }
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return d.Duration }
+
+// ParseDuration parses "250ms", "15s", "1m30s"; it refuses bare numbers and
+// negative values.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Duration{}, fmt.Errorf("empty duration; write e.g. 250ms or 15s")
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
+		return Duration{}, fmt.Errorf("duration %q has no unit; write e.g. %sms or %ss", s, s, s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return Duration{}, fmt.Errorf("invalid duration %q; write e.g. 250ms, 15s or 2m", s)
+	}
+	if d < 0 {
+		return Duration{}, fmt.Errorf("duration %q is negative", s)
+	}
+	return Duration{d}, nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a duration such as 250ms or 15s")
+	}
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// MarshalYAML writes the duration as a Go duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.Duration.String(), nil }
+
+// Rate is Freq requests per Per, written "2800/s", "1400/1s", "90/m",
+// "5/100ms". It mirrors vegeta's ConstantPacer. The zero value is unset.
+type Rate struct {
+	Freq int           `json:"freq"`
+	Per  time.Duration `json:"per"`
+}
+
+// PerSecond returns the rate in req/s.
+func (r Rate) PerSecond() float64 {
+	if r.Per <= 0 {
+		return 0
+	}
+	return float64(r.Freq) / r.Per.Seconds()
+}
+
+// String renders the rate as "<freq>/<per>".
+func (r Rate) String() string {
+	switch r.Per {
+	case time.Second:
+		return fmt.Sprintf("%d/s", r.Freq)
+	case time.Minute:
+		return fmt.Sprintf("%d/m", r.Freq)
+	case time.Hour:
+		return fmt.Sprintf("%d/h", r.Freq)
+	}
+	return fmt.Sprintf("%d/%s", r.Freq, r.Per)
+}
+
+// ParseRate parses "2800/s", "1400/1s", "90/m", "5/100ms". The frequency is
+// a non-negative integer; the period is s, m, h or a Go duration.
+func ParseRate(s string) (Rate, error) {
+	s = strings.TrimSpace(s)
+	freq, per, ok := strings.Cut(s, "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("invalid rate %q; write e.g. 2800/s, 1400/1s or 90/m", s)
+	}
+	f, err := strconv.Atoi(strings.TrimSpace(freq))
+	if err != nil || f < 0 {
+		return Rate{}, fmt.Errorf("invalid rate %q: %q is not a whole number of requests", s, freq)
+	}
+	var p time.Duration
+	switch strings.TrimSpace(per) {
+	case "s":
+		p = time.Second
+	case "m":
+		p = time.Minute
+	case "h":
+		p = time.Hour
+	default:
+		p, err = time.ParseDuration(strings.TrimSpace(per))
+		if err != nil || p <= 0 {
+			return Rate{}, fmt.Errorf("invalid rate %q: period %q must be s, m, h or a duration such as 1s", s, per)
+		}
+	}
+	return Rate{Freq: f, Per: p}, nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a rate such as 2800/s")
+	}
+	v, err := ParseRate(n.Value)
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// MarshalYAML writes the rate as "<freq>/<per>".
+func (r Rate) MarshalYAML() (any, error) { return r.String(), nil }
+
+// ByteSize is a size in bytes written "512", "64KiB", "1MiB", "10KB", "2MB".
+type ByteSize int64
+
+// ParseByteSize parses a plain byte count or one with a unit (B, KB, MB,
+// GB: powers of 1000; KiB, MiB, GiB: powers of 1024).
+func ParseByteSize(s string) (ByteSize, error) {
+	s = strings.TrimSpace(s)
+	i := len(s)
+	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
+		i--
+	}
+	num, unit := strings.TrimSpace(s[:i]), strings.TrimSpace(s[i:])
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid byte size %q; write e.g. 512, 64KiB or 1MB", s)
+	}
+	mult := map[string]int64{"": 1, "B": 1, "KB": 1000, "MB": 1000 * 1000, "GB": 1000 * 1000 * 1000,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("invalid byte size %q: unknown unit %q; known: B, KB, MB, GB, KiB, MiB, GiB", s, unit)
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("byte size %q is too large", s)
+	}
+	return ByteSize(n * mult), nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a byte size such as 64KiB")
+	}
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
+// Percentile is a percentile in (0, 100], written "p99", "p99.9", "99" or "50".
+type Percentile float64
+
+// ParsePercentile parses "p99", "p99.9", "99.9"; the value must be in (0, 100].
+func ParsePercentile(s string) (Percentile, error) {
+	t := strings.TrimPrefix(strings.TrimSpace(s), "p")
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, fmt.Errorf("invalid percentile %q; write e.g. p99 or p99.9", s)
+	}
+	if v <= 0 || v > 100 {
+		return 0, fmt.Errorf("percentile %q out of range: must be above 0 and at most 100", s)
+	}
+	return Percentile(v), nil
+}
+
+// String renders "p99", "p99.9".
+func (p Percentile) String() string {
+	return "p" + strconv.FormatFloat(float64(p), 'f', -1, 64)
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (p *Percentile) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a percentile such as p99")
+	}
+	v, err := ParsePercentile(n.Value)
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// MarshalYAML writes the percentile as "p99".
+func (p Percentile) MarshalYAML() (any, error) { return p.String(), nil }
