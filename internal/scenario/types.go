@@ -137,9 +137,9 @@ type WindowSpec struct {
 // Postgres or HTTPStub is set.
 type Dependency struct {
 	// Name is referenced as ${dependencies.<name>.addr} etc.
-	Name     string        `yaml:"name" json:"name"`
-	Postgres *PostgresDep  `yaml:"postgres,omitempty" json:"postgres,omitempty"`
-	HTTPStub *HTTPStubDep  `yaml:"httpStub,omitempty" json:"httpStub,omitempty"`
+	Name     string       `yaml:"name" json:"name"`
+	Postgres *PostgresDep `yaml:"postgres,omitempty" json:"postgres,omitempty"`
+	HTTPStub *HTTPStubDep `yaml:"httpStub,omitempty" json:"httpStub,omitempty"`
 }
 
 // PostgresMode chooses how a throwaway PostgreSQL is started.
