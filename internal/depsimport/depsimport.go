@@ -1,4 +1,5 @@
-package main
+// Package depsimport keeps the chosen dependencies in go.mod while the packages that use them are written; delete it once every import is real.
+package depsimport
 
 import (
 	_ "github.com/HdrHistogram/hdrhistogram-go"
@@ -21,4 +22,3 @@ import (
 	_ "github.com/rs/zerolog"
 )
 
-func main() {}
