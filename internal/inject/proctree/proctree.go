@@ -1,0 +1,223 @@
+// Package proctree finds and signals a local process tree on Linux: every
+// process of a process group plus all their descendants, whatever session or
+// group those descendants moved to.
+//
+// It exists because signalling a process group is not enough for servers that
+// re-parent work into new sessions: PostgreSQL's postmaster starts each child
+// (backends, checkpointer, walwriter, ...) with setsid(), so SIGSTOP to the
+// postmaster's group freezes only the postmaster while open connections keep
+// being served. [Stop] and [Cont] walk the parent links in /proc instead.
+package proctree
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Proc is one line of /proc/<pid>/stat, reduced to what a tree walk needs.
+type Proc struct {
+	PID, PPID, PGID int
+	// State is the one-letter state: R, S, D, T (stopped), Z (zombie), ...
+	State byte
+	// Comm is the executable name (at most 15 bytes).
+	Comm string
+}
+
+// procRoot is where the process table is mounted.
+const procRoot = "/proc"
+
+// Snapshot reads every process of the machine (its PID namespace) from /proc.
+// Processes that exit while it reads are skipped. Errors only when /proc
+// itself cannot be read.
+func Snapshot() (map[int]Proc, error) {
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", procRoot, err)
+	}
+	out := make(map[int]Proc, len(ents))
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		p, err := Read(pid)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		out[pid] = p
+	}
+	return out, nil
+}
+
+// Read parses /proc/<pid>/stat. It returns an error wrapping
+// [os.ErrNotExist] when the process does not exist.
+func Read(pid int) (Proc, error) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return Proc{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	return parseStat(string(b))
+}
+
+// parseStat parses "pid (comm) state ppid pgrp ...". comm may contain spaces
+// and parentheses, so the fields are found after the last ')'.
+func parseStat(s string) (Proc, error) {
+	open := strings.IndexByte(s, '(')
+	closing := strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return Proc{}, fmt.Errorf("parse process stat %q: no comm", s)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(s[:open]))
+	if err != nil {
+		return Proc{}, fmt.Errorf("parse process stat pid: %w", err)
+	}
+	f := strings.Fields(s[closing+1:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return Proc{}, fmt.Errorf("parse process stat %q: too few fields", s)
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgid, err2 := strconv.Atoi(f[2])
+	if err := errors.Join(err1, err2); err != nil {
+		return Proc{}, fmt.Errorf("parse process stat: %w", err)
+	}
+	return Proc{PID: pid, PPID: ppid, PGID: pgid, State: f[0][0], Comm: s[open+1 : closing]}, nil
+}
+
+// Tree returns the PIDs of every live (non-zombie) process in group pgid and
+// of all their descendants, sorted. An empty result means the group is gone.
+func Tree(pgid int) ([]int, error) {
+	procs, err := Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return treeOf(procs, pgid), nil
+}
+
+func treeOf(procs map[int]Proc, pgid int) []int {
+	children := map[int][]int{}
+	in := map[int]bool{}
+	var queue []int
+	for _, p := range procs {
+		children[p.PPID] = append(children[p.PPID], p.PID)
+		if p.PGID == pgid {
+			in[p.PID] = true
+			queue = append(queue, p.PID)
+		}
+	}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			if !in[c] {
+				in[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	out := make([]int, 0, len(in))
+	for pid := range in {
+		if procs[pid].State != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
+	p, err := Read(pid)
+	return err == nil && p.State != 'Z'
+}
+
+// Stop sends SIGSTOP to group pgid and then to every descendant, repeating
+// the walk until it finds no process it has not stopped (a process may fork
+// between a walk and its stop; stopping the parents first makes that
+// converge). It returns the PIDs it stopped, to be passed to [Cont].
+// Errors: the group does not exist (wrapping [syscall.ESRCH]), or /proc
+// cannot be read.
+func Stop(pgid int) ([]int, error) {
+	if pgid <= 1 {
+		return nil, fmt.Errorf("stop process group %d: refusing a group id <= 1", pgid)
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("stop process group %d: %w", pgid, err)
+	}
+	stopped := map[int]bool{}
+	for round := 0; round < 20; round++ {
+		pids, err := Tree(pgid)
+		if err != nil {
+			return sortedKeys(stopped), err
+		}
+		fresh := 0
+		for _, pid := range pids {
+			if stopped[pid] {
+				continue
+			}
+			fresh++
+			stopped[pid] = true
+			_ = syscall.Kill(pid, syscall.SIGSTOP) // ESRCH: it exited meanwhile
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	return sortedKeys(stopped), nil
+}
+
+// Cont sends SIGCONT to group pgid, to every current descendant, and to each
+// of extra (the PIDs [Stop] returned; they may have been re-parented since).
+// Processes that no longer exist are skipped. It errors only when /proc
+// cannot be read and nothing could be continued.
+func Cont(pgid int, extra []int) error {
+	var errs []error
+	if pgid > 1 {
+		if err := syscall.Kill(-pgid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("continue process group %d: %w", pgid, err))
+		}
+	}
+	for _, pid := range extra {
+		if pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	if pgid > 1 {
+		pids, err := Tree(pgid)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Kill sends SIGKILL to group pgid, to every current descendant and to each
+// of extra. Missing processes are skipped.
+func Kill(pgid int, extra []int) {
+	pids, _ := Tree(pgid)
+	if pgid > 1 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	for _, pid := range append(pids, extra...) {
+		if pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
