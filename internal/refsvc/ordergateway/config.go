@@ -1,0 +1,152 @@
+package ordergateway
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drillhq/drill/internal/refsvc"
+)
+
+// PressureMode says how work-queue pressure enters readiness
+// (HEALTH-ORD-001 MC-PS-01 "rejected if active work queues >= 90%" against
+// ADR 0077 "readiness does not measure load"); see the package doc.
+type PressureMode string
+
+// Pressure modes.
+const (
+	// PressureStalled (default) fails readiness when the in-flight count is
+	// at or above the threshold AND no order was written during the
+	// pressure window: a full queue that is not draining. A saturated
+	// service that still writes orders stays ready (ADR 0077).
+	PressureStalled PressureMode = "stalled"
+	// PressureStrict fails readiness whenever the in-flight count is at or
+	// above the threshold (the literal MC-PS-01 rule).
+	PressureStrict PressureMode = "strict"
+	// PressureOff leaves load out of readiness entirely.
+	PressureOff PressureMode = "off"
+)
+
+// Defaults of [Config].
+const (
+	DefaultPoolSize          = 16
+	DefaultMaxInFlight       = 128
+	DefaultDBTimeout         = time.Second
+	DefaultReadyTimeout      = 250 * time.Millisecond
+	DefaultPressureThreshold = 0.9
+	DefaultPressureWindow    = time.Second
+	DefaultMaxBodyBytes      = 64 << 10
+)
+
+// Config configures an order-gateway. Zero fields take the defaults given
+// on each field ([Config.SetDefaults]).
+type Config struct {
+	// Build is correct (HEALTH-ORD-001) or naive (INC-3119); default correct.
+	Build refsvc.Build
+	// DatabaseURL is the PostgreSQL DSN (URL or key=value); required.
+	DatabaseURL string
+	// PoolSize is the request pool's maximum connections; default 16.
+	PoolSize int32
+	// MaxInFlight bounds concurrent POST /orders; beyond it requests get
+	// 503 at once (ERR_ORDER_OVERLOADED); default 128.
+	MaxInFlight int
+	// DBTimeout is each order's deadline for its database work (acquiring a
+	// connection and the INSERT); on expiry 503 ERR_ORDER_DB_TIMEOUT;
+	// default 1s.
+	DBTimeout time.Duration
+	// ReadyTimeout bounds the readiness SELECT 1 on the dedicated
+	// connection (MC-PS-01); default 250ms.
+	ReadyTimeout time.Duration
+	// Pressure is how in-flight pressure enters readiness; default stalled.
+	Pressure PressureMode
+	// PressureThreshold is the in-flight fraction of MaxInFlight counted as
+	// pressure, 0..1; default 0.9 (MC-PS-01).
+	PressureThreshold float64
+	// PressureWindow is how long without a written order makes pressure a
+	// stall (PressureStalled only); default 1s.
+	PressureWindow time.Duration
+	// WatchdogInterval is the liveness watchdog's kick period; default 100ms.
+	WatchdogInterval time.Duration
+	// WatchdogStall is the kick age at which liveness fails; default 5s.
+	WatchdogStall time.Duration
+	// Warmup delays the first readiness pass after the pool is up, to
+	// imitate a slow start (startup probe drills); default 0.
+	Warmup time.Duration
+	// MaxBodyBytes caps an order's body; larger ones get 413; default 64 KiB.
+	MaxBodyBytes int64
+	// DebugEndpoints enables POST /debug/watchdog/stop, which stops the
+	// watchdog so liveness fails (a simulated deadlock); default off.
+	DebugEndpoints bool
+}
+
+// SetDefaults fills zero fields with their defaults.
+func (c *Config) SetDefaults() {
+	if c.Build == "" {
+		c.Build = refsvc.BuildCorrect
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.DBTimeout == 0 {
+		c.DBTimeout = DefaultDBTimeout
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = DefaultReadyTimeout
+	}
+	if c.Pressure == "" {
+		c.Pressure = PressureStalled
+	}
+	if c.PressureThreshold == 0 {
+		c.PressureThreshold = DefaultPressureThreshold
+	}
+	if c.PressureWindow == 0 {
+		c.PressureWindow = DefaultPressureWindow
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+}
+
+// Validate reports every invalid field, by its flag name.
+func (c Config) Validate() error {
+	var errs []error
+	if _, err := refsvc.ParseBuild(string(c.Build)); err != nil {
+		errs = append(errs, fmt.Errorf("--build: %w", err))
+	}
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("--database-url (or DATABASE_URL): required"))
+	}
+	if c.PoolSize < 1 {
+		errs = append(errs, fmt.Errorf("--pool-size: must be >= 1, got %d", c.PoolSize))
+	}
+	if c.MaxInFlight < 1 {
+		errs = append(errs, fmt.Errorf("--max-inflight: must be >= 1, got %d", c.MaxInFlight))
+	}
+	if c.DBTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--db-timeout: must be > 0, got %s", c.DBTimeout))
+	}
+	if c.ReadyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--ready-timeout: must be > 0, got %s", c.ReadyTimeout))
+	}
+	switch c.Pressure {
+	case PressureStalled, PressureStrict, PressureOff:
+	default:
+		errs = append(errs, fmt.Errorf("--ready-pressure: unknown mode %q; available: off, stalled, strict", c.Pressure))
+	}
+	if c.PressureThreshold <= 0 || c.PressureThreshold > 1 {
+		errs = append(errs, fmt.Errorf("--pressure-threshold: must be in (0, 1], got %g", c.PressureThreshold))
+	}
+	if c.PressureWindow < 0 {
+		errs = append(errs, fmt.Errorf("--pressure-window: must be > 0, got %s", c.PressureWindow))
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("--warmup: must be >= 0, got %s", c.Warmup))
+	}
+	if c.MaxBodyBytes < 1 {
+		errs = append(errs, fmt.Errorf("max body bytes: must be >= 1, got %d", c.MaxBodyBytes))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,464 @@
+// Package ordergateway is drill's reference order-gateway: POST /orders
+// writes an order to PostgreSQL, and the health endpoints follow
+// HEALTH-ORD-001 (MC-PS-01, MC-CF-01, MC-FD-01, MC-TR-01, INV-HLT-01..03)
+// and ADR 0077 in the correct build, or reproduce INC-3119 in the naive
+// build.
+//
+// # Request path (both builds)
+//
+// POST /orders takes a JSON object with an "id" (string or number) and
+// INSERTs it into the table orders (created at start under an advisory
+// lock, so replicas may start together). At most MaxInFlight orders are in
+// flight; beyond that the answer is 503 ERR_ORDER_OVERLOADED at once, so a
+// stalled database cannot pile up goroutines. Each order's database work
+// has a deadline (DBTimeout, 1 s): on expiry 503 ERR_ORDER_DB_TIMEOUT. The
+// request path is the same in both builds, so a drill compares only the
+// health design.
+//
+// # Correct build (HEALTH-ORD-001, ADR 0077)
+//
+//   - /healthz/startup: 503 until the request pool is open and every
+//     readiness check has passed once, then 200 for the process's life.
+//   - /healthz/live: answered from an in-process watchdog, no I/O
+//     (INV-HLT-01). /health answers the same (a legacy probe path gets the
+//     safe meaning).
+//   - /healthz/ready: SELECT 1 on a dedicated connection (never one of the
+//     request pool), 250 ms timeout, plus work-queue pressure. The tax or
+//     any third-party API is never part of it (INV-HLT-03).
+//
+// # Pressure and ADR 0077 (decision)
+//
+// MC-PS-01 rejects readiness when the work queue is at >= 90 %; ADR 0077
+// says readiness must not measure load, because taking a saturated but
+// working service out of routing turns slowness into an outage (with every
+// replica saturated, none is left to route to). The default mode
+// [PressureStalled] reconciles them: readiness fails on pressure only when
+// in-flight orders are at >= 90 % of MaxInFlight AND no order was written
+// during the last PressureWindow (1 s), i.e. the queue is full and not
+// draining. An overloaded replica that keeps writing orders stays routed
+// and sheds its excess itself with fast 503s (ADR 0077 overload drill); a
+// replica whose writes are stuck while SELECT 1 still answers (a lock, a
+// wedged pool) leaves routing. [PressureStrict] applies the literal 90 %
+// rule and [PressureOff] drops pressure, for drills that compare them.
+//
+// # Naive build (INC-3119)
+//
+// One deep check serves /health and every /healthz/* path: SELECT 1
+// through the REQUEST pool with no timeout of its own, so it queues behind
+// orders for a connection and hangs with the database. With the naive
+// manifest (liveness and readiness on /health, timeout 1 s, failure 3) a
+// 15 s PostgreSQL pause fails liveness three times and the kubelet restarts
+// the replica, and under overload readiness times out behind the pool
+// (ADR 0077's unroutable phases).
+//
+// /metrics serves Prometheus text in both builds.
+package ordergateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/drillhq/drill/internal/refsvc"
+)
+
+// Name is the reference service's name for `drill serve`.
+const Name = "order-gateway"
+
+// schemaLockKey is the advisory lock serialising schema creation.
+const schemaLockKey int64 = 0x6f72646572 // "order"
+
+var schemaDDL = []string{
+	`CREATE TABLE IF NOT EXISTS orders (
+		seq         bigserial PRIMARY KEY,
+		order_id    text        NOT NULL,
+		payload     text        NOT NULL,
+		received_at timestamptz NOT NULL DEFAULT now()
+	)`,
+}
+
+const insertOrder = `INSERT INTO orders (order_id, payload) VALUES ($1, $2)`
+
+// Problem codes of the order path.
+const (
+	CodeOverloaded    = "ERR_ORDER_OVERLOADED"
+	CodeNotStarted    = "ERR_ORDER_NOT_STARTED"
+	CodeInvalid       = "ERR_ORDER_INVALID"
+	CodeTooLarge      = "ERR_ORDER_TOO_LARGE"
+	CodeDBTimeout     = "ERR_ORDER_DB_TIMEOUT"
+	CodeDBUnavailable = "ERR_ORDER_DB_UNAVAILABLE"
+)
+
+// retryAfterOverload is the Retry-After of the order path's 503s.
+const retryAfterOverload = time.Second
+
+// Service is one order-gateway process. Create it with [New], serve
+// [Service.Handler], call [Service.Start] once, [Service.Close] at the end.
+type Service struct {
+	cfg    Config
+	logger *slog.Logger
+	base   time.Time
+
+	pool   atomic.Pointer[pgxpool.Pool]
+	probe  *refsvc.ProbeConn
+	wd     *refsvc.Watchdog
+	health *refsvc.Health
+	mux    *http.ServeMux
+	wg     sync.WaitGroup
+
+	warm     atomic.Bool // pool open and Warmup over
+	inflight atomic.Int64
+	lastOK   atomic.Int64 // ns since base of the last written order; -1 none
+
+	reg      *prometheus.Registry
+	created  prometheus.Counter
+	shed     prometheus.Counter
+	timeouts prometheus.Counter
+	dbErrors prometheus.Counter
+	invalid  prometheus.Counter
+}
+
+// New validates cfg (after defaults) and returns a Service; it does no I/O.
+// Errors name the offending flag.
+func New(cfg Config, logger *slog.Logger) (*Service, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("configure %s: %w", Name, err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	probe, err := refsvc.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("configure %s: --database-url: %w", Name, err)
+	}
+	s := &Service{
+		cfg:    cfg,
+		logger: logger,
+		base:   time.Now(),
+		probe:  probe,
+		wd:     refsvc.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
+		reg:    prometheus.NewRegistry(),
+	}
+	s.lastOK.Store(-1)
+	s.health = refsvc.NewHealth(logger, s.wd, s.poolGate,
+		refsvc.Check{Name: "database", Run: s.probe.Check},
+		refsvc.Check{Name: "work_queue", Run: s.pressureCheck},
+	)
+	s.registerMetrics()
+	s.mux = s.routes()
+	return s, nil
+}
+
+func (s *Service) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /orders", s.serveOrder)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	if s.cfg.Build == refsvc.BuildNaive {
+		for _, p := range []string{"/health", refsvc.PathStartup, refsvc.PathLive, refsvc.PathReady} {
+			mux.HandleFunc("GET "+p, s.serveDeepHealth)
+		}
+	} else {
+		s.health.Register(mux)
+		mux.HandleFunc("GET /health", s.health.ServeLive)
+	}
+	if s.cfg.DebugEndpoints {
+		mux.HandleFunc("POST /debug/watchdog/stop", func(w http.ResponseWriter, _ *http.Request) {
+			s.logger.Warn("watchdog stopped by debug endpoint; liveness will fail")
+			s.wd.Stop()
+			refsvc.WriteJSON(w, http.StatusOK, map[string]string{"status": "watchdog stopped"})
+		})
+	}
+	return mux
+}
+
+func (s *Service) registerMetrics() {
+	orders := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "orders_total",
+		Help: "POST /orders answered, by result.",
+	}, []string{"result"})
+	s.created = orders.WithLabelValues("created")
+	s.shed = orders.WithLabelValues("shed")
+	s.timeouts = orders.WithLabelValues("db_timeout")
+	s.dbErrors = orders.WithLabelValues("db_error")
+	s.invalid = orders.WithLabelValues("invalid")
+	s.reg.MustRegister(orders,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "orders_inflight", Help: "POST /orders in flight.",
+		}, func() float64 { return float64(s.inflight.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "orders_inflight_limit", Help: "In-flight limit of POST /orders.",
+		}, func() float64 { return float64(s.cfg.MaxInFlight) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "orders_db_pool_acquired_conns", Help: "Request pool connections in use.",
+		}, func() float64 {
+			if p := s.pool.Load(); p != nil {
+				return float64(p.Stat().AcquiredConns())
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "orders_db_pool_max_conns", Help: "Request pool size.",
+		}, func() float64 { return float64(s.cfg.PoolSize) }),
+		collectors.NewGoCollector(),
+	)
+	s.reg.MustRegister(s.health.Collectors()...)
+}
+
+// Handler serves POST /orders, the health endpoints and /metrics.
+func (s *Service) Handler() http.Handler { return s.mux }
+
+// Health returns the correct build's health state (used by tests and the
+// serve loop).
+func (s *Service) Health() *refsvc.Health { return s.health }
+
+// Start launches the watchdog and the start-up sequence (open the request
+// pool with retries, create the table, wait Warmup, then pass readiness
+// once) bound to ctx. It returns at once.
+func (s *Service) Start(ctx context.Context) {
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.wd.Run(ctx) }()
+	go func() { defer s.wg.Done(); s.startUp(ctx) }()
+}
+
+// Drain makes readiness answer 503 "draining".
+func (s *Service) Drain() { s.health.Drain() }
+
+// Close waits for the background work (its ctx must be done) and closes the
+// pool and the readiness connection.
+func (s *Service) Close() {
+	s.wg.Wait()
+	if p := s.pool.Swap(nil); p != nil {
+		p.Close()
+	}
+	s.probe.Close()
+}
+
+func (s *Service) startUp(ctx context.Context) {
+	backoff := 200 * time.Millisecond
+	for {
+		pool, err := s.openPool(ctx)
+		if err == nil {
+			s.pool.Store(pool)
+			s.logger.Info("request pool open", "maxConns", s.cfg.PoolSize)
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.logger.Warn("database not reachable yet", "err", err, "retryIn", backoff)
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+	if s.cfg.Warmup > 0 && !sleep(ctx, s.cfg.Warmup) {
+		return
+	}
+	s.warm.Store(true)
+	if s.cfg.Build == refsvc.BuildNaive {
+		return
+	}
+	for !s.health.TryStart(ctx) {
+		if !sleep(ctx, 500*time.Millisecond) {
+			return
+		}
+	}
+}
+
+func (s *Service) openPool(ctx context.Context) (*pgxpool.Pool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	pool, err := refsvc.OpenPool(ctx, s.cfg.DatabaseURL, refsvc.PoolOptions{
+		MaxConns: s.cfg.PoolSize, ConnectTimeout: 2 * time.Second, Name: Name,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := refsvc.EnsureSchema(ctx, pool, schemaLockKey, schemaDDL...); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// poolGate is the start-up precondition: the request pool is open. The
+// warm-up is part of it.
+func (s *Service) poolGate() error {
+	if s.pool.Load() == nil {
+		return errors.New("request pool not open yet")
+	}
+	if !s.warm.Load() {
+		return errors.New("warming up")
+	}
+	return nil
+}
+
+// pressureCheck is the work-queue part of readiness (MC-PS-01, ADR 0077;
+// see the package doc).
+func (s *Service) pressureCheck(context.Context) error {
+	if s.cfg.Pressure == PressureOff {
+		return nil
+	}
+	n := s.inflight.Load()
+	limit := s.cfg.MaxInFlight
+	if float64(n) < s.cfg.PressureThreshold*float64(limit) {
+		return nil
+	}
+	if s.cfg.Pressure == PressureStrict {
+		return fmt.Errorf("work queue at %d/%d (>= %.0f %%)", n, limit, s.cfg.PressureThreshold*100)
+	}
+	last := s.lastOK.Load()
+	if last >= 0 {
+		since := time.Since(s.base) - time.Duration(last)
+		if since < s.cfg.PressureWindow {
+			return nil // saturated but draining: stays routed (ADR 0077)
+		}
+		return fmt.Errorf("work queue at %d/%d (>= %.0f %%) and no order written for %s",
+			n, limit, s.cfg.PressureThreshold*100, since.Round(time.Millisecond))
+	}
+	return fmt.Errorf("work queue at %d/%d (>= %.0f %%) and no order written yet",
+		n, limit, s.cfg.PressureThreshold*100)
+}
+
+// serveDeepHealth is the naive build's one deep check (INC-3119): SELECT 1
+// through the request pool with no timeout of its own; it returns only when
+// the pool hands out a connection and the database answers, or when the
+// prober gives up and closes the connection.
+func (s *Service) serveDeepHealth(w http.ResponseWriter, r *http.Request) {
+	pool := s.pool.Load()
+	if pool == nil {
+		refsvc.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": "request pool not open yet"})
+		return
+	}
+	var one int
+	if err := pool.QueryRow(r.Context(), "SELECT 1").Scan(&one); err != nil {
+		refsvc.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
+		return
+	}
+	refsvc.WriteJSON(w, http.StatusOK, map[string]string{"status": "up"})
+}
+
+type orderResponse struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
+	n := s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	if n > int64(s.cfg.MaxInFlight) {
+		s.shed.Inc()
+		refsvc.WriteProblem(w, refsvc.Problem{
+			Status: http.StatusServiceUnavailable, Title: "Order gateway overloaded", Code: CodeOverloaded,
+			Detail: fmt.Sprintf("in-flight limit of %d orders reached", s.cfg.MaxInFlight),
+		}, retryAfterOverload)
+		return
+	}
+	pool := s.pool.Load()
+	if pool == nil {
+		refsvc.WriteProblem(w, refsvc.Problem{
+			Status: http.StatusServiceUnavailable, Title: "Order gateway starting", Code: CodeNotStarted,
+			Detail: "the database pool is not open yet",
+		}, retryAfterOverload)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
+	if err != nil {
+		s.invalid.Inc()
+		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusBadRequest, Title: "Unreadable order", Code: CodeInvalid, Detail: err.Error()}, 0)
+		return
+	}
+	if int64(len(body)) > s.cfg.MaxBodyBytes {
+		s.invalid.Inc()
+		refsvc.WriteProblem(w, refsvc.Problem{
+			Status: http.StatusRequestEntityTooLarge, Title: "Order too large", Code: CodeTooLarge,
+			Detail: fmt.Sprintf("order body exceeds %d bytes", s.cfg.MaxBodyBytes),
+		}, 0)
+		return
+	}
+	id, err := orderID(body)
+	if err != nil {
+		s.invalid.Inc()
+		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusBadRequest, Title: "Invalid order", Code: CodeInvalid, Detail: err.Error()}, 0)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	_, err = pool.Exec(ctx, insertOrder, id, string(body))
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away; nobody reads an answer
+		}
+		if timedOut {
+			s.timeouts.Inc()
+			refsvc.WriteProblem(w, refsvc.Problem{
+				Status: http.StatusServiceUnavailable, Title: "Database too slow", Code: CodeDBTimeout,
+				Detail: fmt.Sprintf("the order was not written within %s", s.cfg.DBTimeout),
+			}, retryAfterOverload)
+			return
+		}
+		s.dbErrors.Inc()
+		s.logger.Debug("write order", "err", err)
+		refsvc.WriteProblem(w, refsvc.Problem{
+			Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
+		}, retryAfterOverload)
+		return
+	}
+	s.lastOK.Store(int64(time.Since(s.base)))
+	s.created.Inc()
+	refsvc.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: "accepted"})
+}
+
+// orderID extracts the order's "id" (a non-empty string or a number).
+func orderID(body []byte) (string, error) {
+	var o struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(body, &o); err != nil {
+		return "", fmt.Errorf("decode order: %w", err)
+	}
+	raw := o.ID
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", errors.New("order: id is required")
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		var id string
+		if err := json.Unmarshal(raw, &id); err != nil {
+			return "", fmt.Errorf("decode order id: %w", err)
+		}
+		if id == "" {
+			return "", errors.New("order: id must not be empty")
+		}
+		return id, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		return string(raw), nil
+	}
+	return "", errors.New("order: id must be a string or a number")
+}
