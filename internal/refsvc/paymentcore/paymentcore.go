@@ -1,0 +1,771 @@
+// Package paymentcore is drill's reference payment-core: three workload
+// lanes behind bulkheads as BULKHEAD-PAY-001 specifies (MC-FM-01, MC-PO-01,
+// MC-ST-01, MC-RT-01, ADV-IR-01, ADV-FD-01, ADV-UC-01, INV-BH-01..04) in the
+// correct build, or one shared pool as in INC-4491 in the naive build.
+//
+// # Endpoints
+//
+//   - POST /auth  {"card": "tok_1", "amount_cents": 1999}: lane card_auth;
+//     INSERTs the authorisation on the lane's pool; 200
+//     {"authorization_id": N, "status": "approved"}.
+//   - POST /fraud {"card": "tok_1", "amount_cents": 1999}: lane fraud_eval;
+//     counts the card's authorisations of the last minute on the lane's
+//     pool; 200 {"score": 0..100, "decision": "allow"|"review"}.
+//   - POST /tax   {"jurisdiction": "US-CA", "amount_cents": 1999}: lane
+//     tax_calc; asks the tax API (TaxAPIURL, 10 s timeout) and answers 200
+//     with {"rate", "tax_cents", "source": "tax-api"}; when the call fails
+//     or times out it answers 200 from the cached table (source
+//     "cached-rate-table", "fallback_reason"). The quote is then recorded
+//     on the lane's pool. Jurisdictions outside the table get 422.
+//   - /healthz/startup, /healthz/live, /healthz/ready as in order-gateway:
+//     readiness is SELECT 1 on a dedicated connection and never includes
+//     the tax API (HEALTH-ORD-001 INV-HLT-03). No load in readiness: the
+//     bulkheads shed excess themselves (ADR 0077).
+//   - /metrics: Prometheus text, per lane bulkhead_active_workers,
+//     bulkhead_queue_depth, bulkhead_rejections_total,
+//     bulkhead_admitted_total, bulkhead_max_workers,
+//     bulkhead_queue_capacity, bulkhead_state{state} (1 for the current
+//     state), bulkhead_db_pool_acquired_conns, bulkhead_db_pool_max_conns;
+//     tax_fallback_total{reason}, tax_cache_drift_total,
+//     retry_storm_blocked_total.
+//
+// # Correct build
+//
+// Each lane has its own [Bulkhead] (workers, FIFO queue) and its own pgx
+// pool: card_auth 75/10/40, fraud_eval 30/5/15, tax_calc 15/0/5 (MC-PO-01,
+// INV-BH-01, INV-BH-03). A full lane rejects at once, with Retry-After: 5
+// and an RFC 9457 problem body (INV-BH-04): card_auth 429
+// ERR_AUTH_BULKHEAD_SATURATED; fraud_eval 503 ERR_FRAUD_BULKHEAD_SATURATED
+// (the spec's asynchronous scoring queue is not modelled; the caller is
+// told to retry); tax_calc 503 ERR_TAX_BULKHEAD_SATURATED whose body
+// carries the cached-table quote as "fallback" (MC-FM-01). The tax call
+// holds no database connection while it waits (ADV-FD-01). A request with
+// X-Retry-Attempt above MaxRetries (3) gets 429 ERR_RETRY_STORM_BLOCKED
+// (ADV-IR-01). The cached table is validated at start (never a zero rate)
+// and certified against the authority's table by a test (ADV-UC-01); live
+// tax-API rates that drift beyond 0.5 % from it are counted.
+//
+// # Naive build (INC-4491)
+//
+// One bulkhead of 120 workers (queue 1000, 30 s wait) and one pool of 60
+// connections serve every lane; the tax lane acquires a connection and
+// opens a transaction BEFORE calling the tax API and holds it while it
+// waits. An 8,000 ms tax brownout at 150 tax/s soon holds every worker
+// and connection, and card-auth latency goes far past 120 ms. A full queue
+// answers a bare 503 without Retry-After. Per-lane metrics are still
+// reported (the lane's share of the shared pool).
+package paymentcore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/drillhq/drill/internal/refsvc"
+)
+
+// Name is the reference service's name for `drill serve`.
+const Name = "payment-core"
+
+// Lanes, as indices.
+const (
+	LaneAuth = iota
+	LaneFraud
+	LaneTax
+	numLanes
+)
+
+// LaneNames are the lanes' metric labels, by index.
+var LaneNames = [numLanes]string{"card_auth", "fraud_eval", "tax_calc"}
+
+// Problem codes.
+const (
+	CodeAuthSaturated  = "ERR_AUTH_BULKHEAD_SATURATED"
+	CodeFraudSaturated = "ERR_FRAUD_BULKHEAD_SATURATED"
+	CodeTaxSaturated   = "ERR_TAX_BULKHEAD_SATURATED"
+	CodeRetryStorm     = "ERR_RETRY_STORM_BLOCKED"
+	CodeInvalid        = "ERR_PAYMENT_INVALID_REQUEST"
+	CodeUnknownJur     = "ERR_TAX_UNKNOWN_JURISDICTION"
+	CodeNotStarted     = "ERR_PAYMENT_NOT_STARTED"
+	CodeDBTimeout      = "ERR_PAYMENT_DB_TIMEOUT"
+	CodeDBUnavailable  = "ERR_PAYMENT_DB_UNAVAILABLE"
+)
+
+// Tax quote sources.
+const (
+	SourceTaxAPI = "tax-api"
+	SourceCache  = "cached-rate-table"
+)
+
+// RetryAttemptHeader carries the caller's retry number (0 or absent for a
+// first attempt), read for ADV-IR-01.
+const RetryAttemptHeader = "X-Retry-Attempt"
+
+const schemaLockKey int64 = 0x7061796d656e74 // "payment"
+
+var schemaDDL = []string{
+	`CREATE TABLE IF NOT EXISTS pay_auths (
+		id           bigserial PRIMARY KEY,
+		card         text        NOT NULL,
+		amount_cents bigint      NOT NULL,
+		created_at   timestamptz NOT NULL DEFAULT now()
+	)`,
+	`CREATE INDEX IF NOT EXISTS pay_auths_card_created ON pay_auths (card, created_at)`,
+	`CREATE TABLE IF NOT EXISTS pay_tax_quotes (
+		id           bigserial PRIMARY KEY,
+		jurisdiction text             NOT NULL,
+		amount_cents bigint           NOT NULL,
+		rate         double precision NOT NULL,
+		source       text             NOT NULL,
+		created_at   timestamptz      NOT NULL DEFAULT now()
+	)`,
+}
+
+const (
+	insertAuth  = `INSERT INTO pay_auths (card, amount_cents) VALUES ($1, $2) RETURNING id`
+	countFraud  = `SELECT count(*) FROM pay_auths WHERE card = $1 AND created_at > now() - interval '1 minute'`
+	insertQuote = `INSERT INTO pay_tax_quotes (jurisdiction, amount_cents, rate, source) VALUES ($1, $2, $3, $4) RETURNING id`
+	updateQuote = `UPDATE pay_tax_quotes SET rate = $2, source = $3 WHERE id = $1`
+)
+
+const maxBody = 16 << 10
+
+type poolSet struct {
+	byLane [numLanes]*pgxpool.Pool
+	all    []*pgxpool.Pool
+}
+
+// Service is one payment-core process. Create it with [New], serve
+// [Service.Handler], call [Service.Start] once, [Service.Close] at the end.
+type Service struct {
+	cfg    Config
+	logger *slog.Logger
+	rates  RateTable
+	tax    *TaxAPI // nil: no tax API configured
+
+	bh       [numLanes]*Bulkhead // naive: the same shared bulkhead thrice
+	distinct []*Bulkhead
+	pools    atomic.Pointer[poolSet]
+
+	probe  *refsvc.ProbeConn
+	wd     *refsvc.Watchdog
+	health *refsvc.Health
+	mux    *http.ServeMux
+	wg     sync.WaitGroup
+
+	reg           *prometheus.Registry
+	fallbacks     *prometheus.CounterVec
+	drift         prometheus.Counter
+	retryBlocked  prometheus.Counter
+	auditFailures prometheus.Counter
+}
+
+// New validates cfg (after defaults) and the cached rate table and returns
+// a Service; it does no I/O. Errors name the offending flag, or wrap
+// [ErrUntestedCompensation] for a bad table.
+func New(cfg Config, logger *slog.Logger) (*Service, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("configure %s: %w", Name, err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	rates, err := CachedRates()
+	if err != nil {
+		return nil, fmt.Errorf("configure %s: %w", Name, err)
+	}
+	probe, err := refsvc.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("configure %s: --database-url: %w", Name, err)
+	}
+	s := &Service{
+		cfg:    cfg,
+		logger: logger,
+		rates:  rates,
+		probe:  probe,
+		wd:     refsvc.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
+		reg:    prometheus.NewRegistry(),
+	}
+	if cfg.TaxAPIURL != "" {
+		maxConns := cfg.Tax.Workers
+		if cfg.Build == refsvc.BuildNaive {
+			maxConns = cfg.Shared.Workers
+		}
+		s.tax = NewTaxAPI(cfg.TaxAPIURL, cfg.TaxTimeout, maxConns)
+	}
+	onTransition := func(name string, from, to State) {
+		logger.Info("bulkhead state", "bulkhead", name, "from", from.String(), "to", to.String())
+	}
+	if cfg.Build == refsvc.BuildNaive {
+		shared, err := NewBulkhead(BulkheadConfig{
+			Name: "shared", Workers: cfg.Shared.Workers, Queue: cfg.Shared.Queue, QueueTimeout: cfg.Shared.QueueTimeout,
+			RecoveryHold: cfg.RecoveryHold, Tags: numLanes, OnTransition: onTransition,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("configure %s: %w", Name, err)
+		}
+		s.bh = [numLanes]*Bulkhead{shared, shared, shared}
+		s.distinct = []*Bulkhead{shared}
+	} else {
+		for i, lc := range []LaneConfig{cfg.Auth, cfg.Fraud, cfg.Tax} {
+			b, err := NewBulkhead(BulkheadConfig{
+				Name: LaneNames[i], Workers: lc.Workers, Queue: lc.Queue, QueueTimeout: lc.QueueTimeout,
+				RecoveryHold: cfg.RecoveryHold, Tags: numLanes, OnTransition: onTransition,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("configure %s: %w", Name, err)
+			}
+			s.bh[i] = b
+			s.distinct = append(s.distinct, b)
+		}
+	}
+	s.health = refsvc.NewHealth(logger, s.wd, s.poolGate, refsvc.Check{Name: "database", Run: s.probe.Check})
+	s.registerMetrics()
+	s.mux = s.routes()
+	return s, nil
+}
+
+func (s *Service) naive() bool { return s.cfg.Build == refsvc.BuildNaive }
+
+func (s *Service) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /auth", s.serveAuth)
+	mux.HandleFunc("POST /fraud", s.serveFraud)
+	mux.HandleFunc("POST /tax", s.serveTax)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	s.health.Register(mux)
+	mux.HandleFunc("GET /health", s.health.ServeLive)
+	if s.cfg.DebugEndpoints {
+		mux.HandleFunc("POST /debug/watchdog/stop", func(w http.ResponseWriter, _ *http.Request) {
+			s.logger.Warn("watchdog stopped by debug endpoint; liveness will fail")
+			s.wd.Stop()
+			refsvc.WriteJSON(w, http.StatusOK, map[string]string{"status": "watchdog stopped"})
+		})
+	}
+	return mux
+}
+
+// Handler serves every endpoint.
+func (s *Service) Handler() http.Handler { return s.mux }
+
+// Health returns the service's health state.
+func (s *Service) Health() *refsvc.Health { return s.health }
+
+// Bulkhead returns lane's bulkhead (the shared one in the naive build).
+func (s *Service) Bulkhead(lane int) *Bulkhead { return s.bh[lane] }
+
+// Start launches the watchdog, the bulkhead state ticker and the start-up
+// sequence (open the pools with retries, create the tables, pass readiness
+// once) bound to ctx. It returns at once.
+func (s *Service) Start(ctx context.Context) {
+	if s.tax == nil {
+		s.logger.Warn("no tax API configured; the tax lane answers from the cached rate table only")
+	}
+	s.wg.Add(3)
+	go func() { defer s.wg.Done(); s.wd.Run(ctx) }()
+	go func() { defer s.wg.Done(); s.startUp(ctx) }()
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				for _, b := range s.distinct {
+					b.Tick(now)
+				}
+			}
+		}
+	}()
+}
+
+// Drain makes readiness answer 503 "draining".
+func (s *Service) Drain() { s.health.Drain() }
+
+// Close waits for the background work (its ctx must be done) and closes the
+// pools, the readiness connection and idle tax API connections.
+func (s *Service) Close() {
+	s.wg.Wait()
+	if ps := s.pools.Swap(nil); ps != nil {
+		for _, p := range ps.all {
+			p.Close()
+		}
+	}
+	s.probe.Close()
+	if s.tax != nil {
+		s.tax.Close()
+	}
+}
+
+func (s *Service) startUp(ctx context.Context) {
+	backoff := 200 * time.Millisecond
+	for {
+		ps, err := s.openPools(ctx)
+		if err == nil {
+			s.pools.Store(ps)
+			s.logger.Info("database pools open", "pools", len(ps.all))
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.logger.Warn("database not reachable yet", "err", err, "retryIn", backoff)
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+	for !s.health.TryStart(ctx) {
+		if !sleep(ctx, 500*time.Millisecond) {
+			return
+		}
+	}
+}
+
+func (s *Service) openPools(ctx context.Context) (_ *poolSet, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ps := &poolSet{}
+	defer func() {
+		if err != nil {
+			for _, p := range ps.all {
+				p.Close()
+			}
+		}
+	}()
+	open := func(name string, size int32) (*pgxpool.Pool, error) {
+		p, err := refsvc.OpenPool(ctx, s.cfg.DatabaseURL, refsvc.PoolOptions{MaxConns: size, ConnectTimeout: 2 * time.Second, Name: Name + "/" + name})
+		if err != nil {
+			return nil, err
+		}
+		ps.all = append(ps.all, p)
+		return p, nil
+	}
+	if s.naive() {
+		p, err := open("shared", s.cfg.Shared.Pool)
+		if err != nil {
+			return nil, err
+		}
+		ps.byLane = [numLanes]*pgxpool.Pool{p, p, p}
+	} else {
+		for i, lc := range []LaneConfig{s.cfg.Auth, s.cfg.Fraud, s.cfg.Tax} {
+			p, err := open(LaneNames[i], lc.Pool)
+			if err != nil {
+				return nil, err
+			}
+			ps.byLane[i] = p
+		}
+	}
+	if err := refsvc.EnsureSchema(ctx, ps.all[0], schemaLockKey, schemaDDL...); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *Service) poolGate() error {
+	if s.pools.Load() == nil {
+		return errors.New("database pools not open yet")
+	}
+	return nil
+}
+
+// --- requests ---------------------------------------------------------------
+
+type payRequest struct {
+	Card         string `json:"card"`
+	AmountCents  int64  `json:"amount_cents"`
+	Jurisdiction string `json:"jurisdiction"`
+}
+
+// TaxQuote is the answer of POST /tax (and the "fallback" member of a shed
+// tax request's problem body).
+type TaxQuote struct {
+	Jurisdiction string  `json:"jurisdiction"`
+	AmountCents  int64   `json:"amount_cents"`
+	Rate         float64 `json:"rate"`
+	TaxCents     int64   `json:"tax_cents"`
+	// Source is "tax-api" or "cached-rate-table".
+	Source string `json:"source"`
+	// TableVersion is the cached table's version (cached quotes only).
+	TableVersion string `json:"table_version,omitempty"`
+	// FallbackReason says why the cache answered: shed, timeout, error,
+	// invalid, unconfigured.
+	FallbackReason string `json:"fallback_reason,omitempty"`
+}
+
+func (s *Service) decode(w http.ResponseWriter, r *http.Request, needCard bool) (payRequest, bool) {
+	var req payRequest
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err == nil && len(body) > maxBody {
+		err = fmt.Errorf("body exceeds %d bytes", maxBody)
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	switch {
+	case err != nil:
+	case needCard && req.Card == "":
+		err = errors.New("card is required")
+	case !needCard && req.Jurisdiction == "":
+		err = errors.New("jurisdiction is required")
+	case req.AmountCents < 0:
+		err = errors.New("amount_cents must be >= 0")
+	}
+	if err != nil {
+		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusBadRequest, Title: "Invalid request", Code: CodeInvalid, Detail: err.Error()}, 0)
+		return req, false
+	}
+	return req, true
+}
+
+// retryStorm enforces ADV-IR-01 in the correct build; it reports whether
+// the request was blocked (and answered).
+func (s *Service) retryStorm(w http.ResponseWriter, r *http.Request) bool {
+	if s.naive() {
+		return false
+	}
+	v := r.Header.Get(RetryAttemptHeader)
+	if v == "" {
+		return false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= s.cfg.MaxRetries {
+		return false
+	}
+	s.retryBlocked.Inc()
+	refsvc.WriteProblem(w, refsvc.Problem{
+		Status: http.StatusTooManyRequests, Title: "Retry limit exceeded", Code: CodeRetryStorm,
+		Detail: fmt.Sprintf("retry attempt %d exceeds the limit of %d; back off", n, s.cfg.MaxRetries),
+	}, s.cfg.RetryAfter)
+	return true
+}
+
+// rejectSaturated answers a request its lane could not admit.
+func (s *Service) rejectSaturated(w http.ResponseWriter, lane int, extra map[string]any) {
+	if s.naive() {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "server busy\n")
+		return
+	}
+	p := refsvc.Problem{
+		Type:   "urn:drill:problem:bulkhead-saturated",
+		Status: http.StatusServiceUnavailable,
+		Extra:  extra,
+	}
+	switch lane {
+	case LaneAuth:
+		p.Status, p.Title, p.Code = http.StatusTooManyRequests, "Card authorisation bulkhead saturated", CodeAuthSaturated
+	case LaneFraud:
+		p.Title, p.Code = "Fraud evaluation bulkhead saturated", CodeFraudSaturated
+	case LaneTax:
+		p.Title, p.Code = "Tax calculation bulkhead saturated", CodeTaxSaturated
+	}
+	if p.Extra == nil {
+		p.Extra = map[string]any{}
+	}
+	p.Extra["lane"] = LaneNames[lane]
+	p.Detail = fmt.Sprintf("every %s worker is busy; retry after %s", LaneNames[lane], s.cfg.RetryAfter)
+	refsvc.WriteProblem(w, p, s.cfg.RetryAfter)
+}
+
+// dbFailure answers a failed database step.
+func (s *Service) dbFailure(w http.ResponseWriter, r *http.Request, lane int, err error, timedOut bool) {
+	if r.Context().Err() != nil {
+		return // client gone
+	}
+	p := refsvc.Problem{Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
+		Extra: map[string]any{"lane": LaneNames[lane]}}
+	if timedOut {
+		p.Title, p.Code = "Database too slow", CodeDBTimeout
+		p.Detail = fmt.Sprintf("database work did not finish within %s", s.cfg.DBTimeout)
+	}
+	refsvc.WriteProblem(w, p, s.cfg.RetryAfter)
+}
+
+func (s *Service) notStarted(w http.ResponseWriter) {
+	refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusServiceUnavailable, Title: "Payment core starting", Code: CodeNotStarted,
+		Detail: "the database pools are not open yet"}, s.cfg.RetryAfter)
+}
+
+func (s *Service) serveAuth(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.decode(w, r, true)
+	if !ok || s.retryStorm(w, r) {
+		return
+	}
+	permit, err := s.bh[LaneAuth].Acquire(r.Context(), LaneAuth)
+	if err != nil {
+		if r.Context().Err() == nil {
+			s.rejectSaturated(w, LaneAuth, nil)
+		}
+		return
+	}
+	defer permit.Release()
+	ps := s.pools.Load()
+	if ps == nil {
+		s.notStarted(w)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	defer cancel()
+	var id int64
+	if err := ps.byLane[LaneAuth].QueryRow(ctx, insertAuth, req.Card, req.AmountCents).Scan(&id); err != nil {
+		s.dbFailure(w, r, LaneAuth, err, errors.Is(ctx.Err(), context.DeadlineExceeded))
+		return
+	}
+	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"authorization_id": id, "status": "approved"})
+}
+
+func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.decode(w, r, true)
+	if !ok || s.retryStorm(w, r) {
+		return
+	}
+	permit, err := s.bh[LaneFraud].Acquire(r.Context(), LaneFraud)
+	if err != nil {
+		if r.Context().Err() == nil {
+			s.rejectSaturated(w, LaneFraud, nil)
+		}
+		return
+	}
+	defer permit.Release()
+	ps := s.pools.Load()
+	if ps == nil {
+		s.notStarted(w)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	defer cancel()
+	var recent int64
+	if err := ps.byLane[LaneFraud].QueryRow(ctx, countFraud, req.Card).Scan(&recent); err != nil {
+		s.dbFailure(w, r, LaneFraud, err, errors.Is(ctx.Err(), context.DeadlineExceeded))
+		return
+	}
+	score := min(100, recent*10)
+	decision := "allow"
+	if score >= 50 {
+		decision = "review"
+	}
+	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"score": score, "decision": decision, "recent_authorizations": recent})
+}
+
+func (s *Service) cachedQuote(req payRequest, reason string) TaxQuote {
+	rate, _ := s.rates.Rate(req.Jurisdiction)
+	return TaxQuote{
+		Jurisdiction: req.Jurisdiction, AmountCents: req.AmountCents, Rate: rate, TaxCents: TaxCents(req.AmountCents, rate),
+		Source: SourceCache, TableVersion: s.rates.Version, FallbackReason: reason,
+	}
+}
+
+func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.decode(w, r, false)
+	if !ok || s.retryStorm(w, r) {
+		return
+	}
+	if _, known := s.rates.Rate(req.Jurisdiction); !known {
+		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusUnprocessableEntity, Title: "Unknown jurisdiction", Code: CodeUnknownJur,
+			Detail: fmt.Sprintf("no tax rate for jurisdiction %q", req.Jurisdiction)}, 0)
+		return
+	}
+	permit, err := s.bh[LaneTax].Acquire(r.Context(), LaneTax)
+	if err != nil {
+		if r.Context().Err() == nil {
+			s.fallbacks.WithLabelValues("shed").Inc()
+			s.rejectSaturated(w, LaneTax, map[string]any{"fallback": s.cachedQuote(req, "shed")})
+		}
+		return
+	}
+	defer permit.Release()
+	ps := s.pools.Load()
+	if ps == nil {
+		s.notStarted(w)
+		return
+	}
+	if s.naive() {
+		s.naiveTax(w, r, ps.byLane[LaneTax], req)
+		return
+	}
+	q := s.quote(r.Context(), req)
+	if r.Context().Err() != nil {
+		return
+	}
+	// Record the quote on the tax lane's own pool, after the API call: no
+	// connection is held while the tax API is slow (ADV-FD-01).
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	defer cancel()
+	var id int64
+	if err := ps.byLane[LaneTax].QueryRow(ctx, insertQuote, q.Jurisdiction, q.AmountCents, q.Rate, q.Source).Scan(&id); err != nil {
+		s.auditFailures.Inc()
+		s.logger.Debug("record tax quote", "err", err)
+	}
+	refsvc.WriteJSON(w, http.StatusOK, q)
+}
+
+// quote asks the tax API and falls back to the cached table.
+func (s *Service) quote(ctx context.Context, req payRequest) TaxQuote {
+	cached, _ := s.rates.Rate(req.Jurisdiction)
+	if s.tax == nil {
+		s.fallbacks.WithLabelValues("unconfigured").Inc()
+		return s.cachedQuote(req, "unconfigured")
+	}
+	rate, err := s.tax.Rate(ctx, req.Jurisdiction, req.AmountCents)
+	if err != nil {
+		reason := "error"
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			reason = "timeout"
+		case errors.Is(err, ErrTaxInvalidResponse):
+			reason = "invalid"
+		}
+		s.fallbacks.WithLabelValues(reason).Inc()
+		return s.cachedQuote(req, reason)
+	}
+	if Deviation(rate, cached) > RateTolerance {
+		s.drift.Inc()
+	}
+	return TaxQuote{Jurisdiction: req.Jurisdiction, AmountCents: req.AmountCents, Rate: rate,
+		TaxCents: TaxCents(req.AmountCents, rate), Source: SourceTaxAPI}
+}
+
+// naiveTax is INC-4491's tax path: a connection and a transaction are taken
+// first and held while the tax API answers.
+func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool.Pool, req payRequest) {
+	actx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	conn, err := pool.Acquire(actx)
+	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
+	cancel()
+	if err != nil {
+		s.dbFailure(w, r, LaneTax, err, timedOut)
+		return
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(r.Context())
+	if err != nil {
+		s.dbFailure(w, r, LaneTax, err, false)
+		return
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(r.Context())) }()
+	cached, _ := s.rates.Rate(req.Jurisdiction)
+	var id int64
+	if err := tx.QueryRow(r.Context(), insertQuote, req.Jurisdiction, req.AmountCents, cached, "pending").Scan(&id); err != nil {
+		s.dbFailure(w, r, LaneTax, err, false)
+		return
+	}
+	q := s.quote(r.Context(), req) // the connection waits with us
+	if r.Context().Err() != nil {
+		return
+	}
+	if _, err := tx.Exec(r.Context(), updateQuote, id, q.Rate, q.Source); err != nil {
+		s.dbFailure(w, r, LaneTax, err, false)
+		return
+	}
+	if err := tx.Commit(r.Context()); err != nil {
+		s.dbFailure(w, r, LaneTax, err, false)
+		return
+	}
+	refsvc.WriteJSON(w, http.StatusOK, q)
+}
+
+// --- metrics ----------------------------------------------------------------
+
+func (s *Service) registerMetrics() {
+	s.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tax_fallback_total",
+		Help: "Tax quotes answered from the cached rate table, by reason (shed, timeout, error, invalid, unconfigured).",
+	}, []string{"reason"})
+	for _, r := range []string{"shed", "timeout", "error", "invalid"} {
+		s.fallbacks.WithLabelValues(r)
+	}
+	s.drift = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tax_cache_drift_total",
+		Help: "Tax API rates deviating more than 0.5 % from the cached table (ADV-UC-01).",
+	})
+	s.retryBlocked = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "retry_storm_blocked_total",
+		Help: "Requests rejected with ERR_RETRY_STORM_BLOCKED (ADV-IR-01).",
+	})
+	s.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tax_quote_record_failures_total",
+		Help: "Tax quotes answered but not recorded in the database.",
+	})
+	s.reg.MustRegister(s.fallbacks, s.drift, s.retryBlocked, s.auditFailures, &laneCollector{s: s}, collectors.NewGoCollector())
+	s.reg.MustRegister(s.health.Collectors()...)
+}
+
+var (
+	descActive     = prometheus.NewDesc("bulkhead_active_workers", "Workers busy in the lane now.", []string{"lane"}, nil)
+	descQueue      = prometheus.NewDesc("bulkhead_queue_depth", "Requests waiting in the lane's queue now.", []string{"lane"}, nil)
+	descRejections = prometheus.NewDesc("bulkhead_rejections_total", "Requests the lane rejected as saturated.", []string{"lane"}, nil)
+	descAdmitted   = prometheus.NewDesc("bulkhead_admitted_total", "Requests the lane admitted to a worker.", []string{"lane"}, nil)
+	descMaxWorkers = prometheus.NewDesc("bulkhead_max_workers", "Workers of the lane's bulkhead (shared in the naive build).", []string{"lane"}, nil)
+	descQueueCap   = prometheus.NewDesc("bulkhead_queue_capacity", "Queue capacity of the lane's bulkhead.", []string{"lane"}, nil)
+	descState      = prometheus.NewDesc("bulkhead_state", "1 for the lane bulkhead's current MC-ST-01 state, else 0.", []string{"lane", "state"}, nil)
+	descPoolUsed   = prometheus.NewDesc("bulkhead_db_pool_acquired_conns", "Connections of the lane's pool in use.", []string{"lane"}, nil)
+	descPoolMax    = prometheus.NewDesc("bulkhead_db_pool_max_conns", "Size of the lane's pool (shared in the naive build).", []string{"lane"}, nil)
+)
+
+// laneCollector reports the bulkheads at scrape time.
+type laneCollector struct{ s *Service }
+
+func (c *laneCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descActive, descQueue, descRejections, descAdmitted, descMaxWorkers, descQueueCap, descState, descPoolUsed, descPoolMax} {
+		ch <- d
+	}
+}
+
+func (c *laneCollector) Collect(ch chan<- prometheus.Metric) {
+	ps := c.s.pools.Load()
+	for lane := range numLanes {
+		name := LaneNames[lane]
+		b := c.s.bh[lane]
+		st := b.Stats(lane)
+		ch <- prometheus.MustNewConstMetric(descActive, prometheus.GaugeValue, float64(st.Active), name)
+		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(st.Queued), name)
+		ch <- prometheus.MustNewConstMetric(descRejections, prometheus.CounterValue, float64(st.Rejected), name)
+		ch <- prometheus.MustNewConstMetric(descAdmitted, prometheus.CounterValue, float64(st.Admitted), name)
+		ch <- prometheus.MustNewConstMetric(descMaxWorkers, prometheus.GaugeValue, float64(b.Workers()), name)
+		ch <- prometheus.MustNewConstMetric(descQueueCap, prometheus.GaugeValue, float64(b.QueueCapacity()), name)
+		cur := b.State()
+		for _, state := range States {
+			v := 0.0
+			if state == cur {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, v, name, state.String())
+		}
+		var used, max float64
+		if ps != nil {
+			stat := ps.byLane[lane].Stat()
+			used, max = float64(stat.AcquiredConns()), float64(stat.MaxConns())
+		}
+		ch <- prometheus.MustNewConstMetric(descPoolUsed, prometheus.GaugeValue, used, name)
+		ch <- prometheus.MustNewConstMetric(descPoolMax, prometheus.GaugeValue, max, name)
+	}
+}
