@@ -1,0 +1,190 @@
+package inject
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/collectors"
+	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Embedded is a Toxiproxy v2 server running inside drill, its HTTP API on a
+// random loopback port. Operations go through that API with the same code as
+// [Remote], so both modes behave alike; traffic counters are live (a
+// pass-through "drill_meter" toxic on each proxy counts chunks as they pass).
+type Embedded struct {
+	*Remote
+	server *toxiproxy.ApiServer
+	http   *http.Server
+	served chan error
+	id     string
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	meters map[string]bool // keys in meterRegistry owned by this server
+	once   sync.Once
+}
+
+var _ Toxiproxy = (*Embedded)(nil)
+
+// isEmbedded reports whether tp lives inside this process.
+func isEmbedded(tp Toxiproxy) bool {
+	_, ok := tp.(*Embedded)
+	return ok
+}
+
+// meterType is the toxic type of the pass-through byte counter.
+const meterType = "drill_meter"
+
+// meterRegistry maps a meter key to its counter. It is process-wide because
+// Toxiproxy's toxic registry is: a toxic instance only gets its JSON
+// attributes, so it finds its counter by key.
+var (
+	meterRegistry sync.Map // string -> *atomic.Int64
+	registerMeter sync.Once
+)
+
+// meterToxic passes every chunk on and adds its length to a counter.
+type meterToxic struct {
+	Meter string `json:"meter"`
+}
+
+// Pipe implements toxics.Toxic.
+func (t *meterToxic) Pipe(stub *toxics.ToxicStub) {
+	var n *atomic.Int64
+	if v, ok := meterRegistry.Load(t.Meter); ok {
+		n = v.(*atomic.Int64)
+	}
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			if n != nil {
+				n.Add(int64(len(c.Data)))
+			}
+			stub.Output <- c
+		}
+	}
+}
+
+// NewEmbedded starts a Toxiproxy server with its API on 127.0.0.1:<random>.
+// It sets zerolog's global level to Warn: Toxiproxy's bandwidth toxic logs
+// through the global zerolog logger at trace level whatever logger the server
+// gets (LIBRARY-NOTES 1.2). Close it to stop every proxy and connection.
+func NewEmbedded(ctx context.Context, log *slog.Logger) (*Embedded, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	zerolog.SetGlobalLevel(zerolog.WarnLevel)
+	registerMeter.Do(func() { toxics.Register(meterType, new(meterToxic)) })
+
+	metrics := toxiproxy.NewMetricsContainer(prometheus.NewRegistry())
+	srv := toxiproxy.NewServer(metrics, zerolog.Nop())
+	srv.Metrics.ProxyMetrics = collectors.NewProxyMetricCollectors()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for embedded toxiproxy api: %w", err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	e := &Embedded{
+		Remote: NewRemote("http://" + ln.Addr().String()),
+		server: srv,
+		http:   &http.Server{Handler: srv.Routes(), ReadHeaderTimeout: 5 * time.Second},
+		served: make(chan error, 1),
+		id:     hex.EncodeToString(b),
+		log:    log,
+		meters: map[string]bool{},
+	}
+	go func() { e.served <- e.http.Serve(ln) }()
+	log.Info("embedded toxiproxy started", "api", e.APIURL())
+	return e, nil
+}
+
+func (e *Embedded) meterKey(proxy, stream string) string { return e.id + "/" + proxy + "/" + stream }
+
+// CreateProxy implements [Toxiproxy]; it also adds the two meter toxics.
+func (e *Embedded) CreateProxy(ctx context.Context, name, listen, upstream string) (ProxyInfo, error) {
+	info, err := e.Remote.CreateProxy(ctx, name, listen, upstream)
+	if err != nil {
+		return info, err
+	}
+	for _, stream := range []string{"upstream", "downstream"} {
+		key := e.meterKey(name, stream)
+		meterRegistry.Store(key, new(atomic.Int64))
+		e.mu.Lock()
+		e.meters[key] = true
+		e.mu.Unlock()
+		err := e.Remote.AddToxic(ctx, name, Toxic{
+			Name: meterType + "_" + stream, Type: meterType, Stream: stream, Toxicity: 1,
+			Attributes: map[string]any{"meter": key},
+		})
+		if err != nil {
+			return info, fmt.Errorf("add traffic meter to proxy %s: %w", name, err)
+		}
+	}
+	return e.Proxy(ctx, name)
+}
+
+// Counters implements [Toxiproxy] with live byte counts.
+func (e *Embedded) Counters(ctx context.Context, proxy string) (Counters, error) {
+	up, ok1 := meterRegistry.Load(e.meterKey(proxy, "upstream"))
+	down, ok2 := meterRegistry.Load(e.meterKey(proxy, "downstream"))
+	if !ok1 || !ok2 {
+		if _, err := e.Proxy(ctx, proxy); err != nil {
+			return Counters{}, err
+		}
+		return Counters{}, fmt.Errorf("read counters of proxy %s: %w (not created by this drill)", proxy, ErrCountersUnavailable)
+	}
+	return Counters{
+		Upstream:   up.(*atomic.Int64).Load(),
+		Downstream: down.(*atomic.Int64).Load(),
+		Live:       true,
+	}, nil
+}
+
+// Close stops every proxy (closing all its connections) and the API server.
+// Idempotent.
+func (e *Embedded) Close() error {
+	var err error
+	e.once.Do(func() {
+		err1 := e.server.Collection.Clear()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err2 := e.http.Shutdown(ctx)
+		if errors.Is(err2, context.DeadlineExceeded) {
+			err2 = e.http.Close()
+		}
+		if serr := <-e.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err2 = errors.Join(err2, serr)
+		}
+		e.mu.Lock()
+		for k := range e.meters {
+			meterRegistry.Delete(k)
+		}
+		e.mu.Unlock()
+		if err = errors.Join(err1, err2); err != nil {
+			err = fmt.Errorf("close embedded toxiproxy: %w", err)
+		}
+		e.log.Info("embedded toxiproxy stopped", "api", e.APIURL())
+	})
+	return err
+}

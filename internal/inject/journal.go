@@ -1,0 +1,229 @@
+package inject
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Journal operations.
+const (
+	// OpApply is written BEFORE a fault is applied.
+	OpApply = "apply"
+	// OpRevert is written after a fault was reverted.
+	OpRevert = "revert"
+)
+
+// Journal entry kinds: what was changed, hence how to undo it.
+const (
+	KindToxic          = "toxic"           // remove Toxic from Proxy at Toxiproxy
+	KindProxyDisabled  = "proxy-disabled"  // re-enable Proxy at Toxiproxy
+	KindProxyCreated   = "proxy-created"   // delete Proxy at Toxiproxy
+	KindProcessPause   = "process-pause"   // SIGCONT group PGID and PIDs
+	KindContainerPause = "container-pause" // unpause Container
+)
+
+// Entry is one JSON line of a journal.
+type Entry struct {
+	Time time.Time `json:"time"`
+	Run  string    `json:"run"`
+	Op   string    `json:"op"`
+	// Key identifies the change within the run; an OpRevert closes the
+	// OpApply with the same Key.
+	Key   string `json:"key"`
+	Kind  string `json:"kind"`
+	Fault string `json:"fault,omitempty"`
+	// Toxiproxy is the API URL (toxic, proxy kinds).
+	Toxiproxy string `json:"toxiproxy,omitempty"`
+	// Embedded says Toxiproxy ran inside the drill process: its proxies and
+	// toxics ended with that process.
+	Embedded bool   `json:"embedded,omitempty"`
+	Proxy    string `json:"proxy,omitempty"`
+	Toxic    string `json:"toxic,omitempty"`
+	// PGID is the paused process group; PIDs the processes stopped.
+	PGID      int    `json:"pgid,omitempty"`
+	PIDs      []int  `json:"pids,omitempty"`
+	Container string `json:"container,omitempty"`
+	// Dependency names the paused dependency (process/container pause).
+	Dependency string `json:"dependency,omitempty"`
+}
+
+// Journal is an append-only JSON-lines file per run, synced to disk after
+// every entry so that a SIGKILLed run can be cleaned up. A nil *Journal
+// records nothing. Safe for concurrent use.
+type Journal struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	run  string
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/drill, or $HOME/.local/state/drill.
+// getenv is injected (os.Getenv in the app).
+func DefaultStateDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "drill"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("find state dir: neither XDG_STATE_HOME nor HOME is set; pass --state-dir")
+	}
+	return filepath.Join(home, ".local", "state", "drill"), nil
+}
+
+// JournalDir is where the journals of stateDir live.
+func JournalDir(stateDir string) string { return filepath.Join(stateDir, "runs") }
+
+// JournalPath is the journal file of one run.
+func JournalPath(stateDir, runID string) string {
+	return filepath.Join(JournalDir(stateDir), runID+".jsonl")
+}
+
+// OpenJournal creates (or appends to) the journal of runID under stateDir.
+func OpenJournal(stateDir, runID string) (*Journal, error) {
+	if err := ValidRunID(runID); err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	dir := JournalDir(stateDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create journal dir: %w", err)
+	}
+	p := JournalPath(stateDir, runID)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	return &Journal{f: f, path: p, run: runID}, nil
+}
+
+// Path is the journal's file path ("" for nil).
+func (j *Journal) Path() string {
+	if j == nil {
+		return ""
+	}
+	return j.path
+}
+
+// Record appends e (Time and Run filled in) and syncs the file.
+func (j *Journal) Record(e Entry) error {
+	if j == nil {
+		return nil
+	}
+	e.Time = time.Now().UTC()
+	if e.Run == "" {
+		e.Run = j.run
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode journal entry: %w", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return fmt.Errorf("write journal %s: closed", j.path)
+	}
+	if _, err := j.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write journal %s: %w", j.path, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("sync journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+// Close closes the file. Idempotent.
+func (j *Journal) Close() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+// ReadJournal reads every entry of a journal file. A torn last line (the run
+// died while writing) is ignored.
+func ReadJournal(path string) ([]Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer f.Close()
+	var out []Entry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	line := 0
+	var bad error
+	for sc.Scan() {
+		line++
+		if bad != nil { // a bad line followed by more lines is corruption
+			return out, bad
+		}
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal([]byte(text), &e); err != nil {
+			bad = fmt.Errorf("read journal %s line %d: %w", path, line, err)
+			continue
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("read journal %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// Pending returns the OpApply entries not closed by an OpRevert of the same
+// Key, in the order they were applied.
+func Pending(entries []Entry) []Entry {
+	reverted := map[string]bool{}
+	for _, e := range entries {
+		if e.Op == OpRevert {
+			reverted[e.Run+"\x00"+e.Key] = true
+		}
+	}
+	var out []Entry
+	seen := map[string]bool{}
+	for _, e := range entries {
+		k := e.Run + "\x00" + e.Key
+		if e.Op == OpApply && !reverted[k] && !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// JournalRuns lists the run ids that have a journal under stateDir, sorted.
+func JournalRuns(stateDir string) ([]string, error) {
+	ents, err := os.ReadDir(JournalDir(stateDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list journals: %w", err)
+	}
+	var runs []string
+	for _, e := range ents {
+		if run, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && !e.IsDir() {
+			runs = append(runs, run)
+		}
+	}
+	sort.Strings(runs)
+	return runs, nil
+}

@@ -1,0 +1,210 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Leftover is something drill applied that is still in effect.
+type Leftover struct {
+	// RunID is the run that applied it ("" if unknown).
+	RunID string `json:"run,omitempty"`
+	// Kind is one of the journal kinds (KindToxic, KindProxyDisabled, ...).
+	Kind string `json:"kind"`
+	// Toxiproxy, Proxy and Toxic locate a toxic or a disabled proxy.
+	Toxiproxy string `json:"toxiproxy,omitempty"`
+	Proxy     string `json:"proxy,omitempty"`
+	Toxic     string `json:"toxic,omitempty"`
+	// PGID is a process group still stopped; Container a container still paused.
+	PGID      int    `json:"pgid,omitempty"`
+	Container string `json:"container,omitempty"`
+}
+
+// String describes the leftover in one line.
+func (l Leftover) String() string {
+	switch l.Kind {
+	case KindToxic:
+		return fmt.Sprintf("toxic %s on proxy %s at %s", l.Toxic, l.Proxy, l.Toxiproxy)
+	case KindProxyDisabled:
+		return fmt.Sprintf("proxy %s disabled at %s", l.Proxy, l.Toxiproxy)
+	case KindProxyCreated:
+		return fmt.Sprintf("proxy %s created at %s", l.Proxy, l.Toxiproxy)
+	case KindProcessPause:
+		return fmt.Sprintf("process group %d stopped", l.PGID)
+	case KindContainerPause:
+		return fmt.Sprintf("container %.12s paused", l.Container)
+	}
+	return l.Kind
+}
+
+// Leftovers lists every toxic named drill-* on tp, whatever its run: what
+// killed runs left behind. `drill run` reports them at start; `drill
+// cleanup` removes them. Sorted by run, proxy, toxic.
+func Leftovers(ctx context.Context, tp Toxiproxy) ([]Leftover, error) {
+	return toxicsWithPrefix(ctx, tp, ToxicPrefix)
+}
+
+// Verify reads the proxies of tp back and lists the toxics of run runID
+// still present. A non-empty result or an error means cleanup is unverified
+// (exit 5; see [UnverifiedMessage]). Use [VerifyRun] to include disabled
+// proxies and paused processes from the journal.
+func Verify(ctx context.Context, tp Toxiproxy, runID string) ([]Leftover, error) {
+	if err := ValidRunID(runID); err != nil {
+		return nil, fmt.Errorf("verify cleanup: %w", err)
+	}
+	return toxicsWithPrefix(ctx, tp, RunPrefix(runID))
+}
+
+// VerifyRun is [Verify] plus every journal entry of the run that was
+// applied and never reverted (a proxy still disabled, a process group still
+// stopped, a container still paused). tp may be nil when the run used no
+// Toxiproxy; j may be nil.
+func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]Leftover, error) {
+	var left []Leftover
+	var errs []error
+	if tp != nil {
+		l, err := Verify(ctx, tp, runID)
+		left = append(left, l...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if j != nil {
+		entries, err := ReadJournal(j.Path())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, e := range Pending(entries) {
+			if e.Kind == KindToxic && tp != nil && e.Toxiproxy == tp.APIURL() {
+				continue // read back from the server above
+			}
+			if e.Embedded {
+				continue // the embedded server's state ends with the run
+			}
+			left = append(left, leftoverOf(e))
+		}
+	}
+	return left, errors.Join(errs...)
+}
+
+func leftoverOf(e Entry) Leftover {
+	return Leftover{RunID: e.Run, Kind: e.Kind, Toxiproxy: e.Toxiproxy, Proxy: e.Proxy, Toxic: e.Toxic,
+		PGID: e.PGID, Container: e.Container}
+}
+
+func toxicsWithPrefix(ctx context.Context, tp Toxiproxy, prefix string) ([]Leftover, error) {
+	proxies, err := tp.Proxies(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read back proxies: %w", err)
+	}
+	var out []Leftover
+	for name, p := range proxies {
+		for _, t := range p.Toxics {
+			if !strings.HasPrefix(t.Name, prefix) {
+				continue
+			}
+			run, _ := RunOfToxic(t.Name)
+			out = append(out, Leftover{RunID: run, Kind: KindToxic, Toxiproxy: tp.APIURL(), Proxy: name, Toxic: t.Name})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.RunID != b.RunID {
+			return a.RunID < b.RunID
+		}
+		if a.Proxy != b.Proxy {
+			return a.Proxy < b.Proxy
+		}
+		return a.Toxic < b.Toxic
+	})
+	return out, nil
+}
+
+// CleanupCommand is the command that removes what run runID left at the
+// Toxiproxy API url ("" for embedded or no Toxiproxy).
+func CleanupCommand(runID, url string) string {
+	cmd := "drill cleanup --run " + runID
+	if url != "" {
+		cmd += " --toxiproxy " + url
+	}
+	return cmd
+}
+
+// UnverifiedMessage is the exit-5 message: what is left (or why it could not
+// be read) and the command that removes it. Example:
+//
+//	cleanup of run 20261130.075700.3fa2c1 could not be verified; still in effect:
+//	  - toxic drill-20261130.075700.3fa2c1-pg-pause-up on proxy pg at http://toxiproxy:8474
+//	remove with: drill cleanup --run 20261130.075700.3fa2c1 --toxiproxy http://toxiproxy:8474
+func UnverifiedMessage(runID, url string, left []Leftover, readErr error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cleanup of run %s could not be verified", runID)
+	if readErr != nil {
+		fmt.Fprintf(&b, ": reading back failed: %v", readErr)
+	}
+	if len(left) > 0 {
+		b.WriteString("; still in effect:")
+		for _, l := range left {
+			b.WriteString("\n  - " + l.String())
+		}
+	}
+	b.WriteString("\nremove with: " + CleanupCommand(runID, url))
+	return b.String()
+}
+
+// ErrNotOnPath means traffic did not flow through a proxy a fault will use,
+// so the fault would miss it and the drill would pass falsely. The runner
+// maps it to exit code 4 (invalid measurement).
+var ErrNotOnPath = errors.New("fault not on the traffic path")
+
+// onPathSettle is how long CheckOnPath waits for counters that move only
+// when connections close (remote Toxiproxy).
+const onPathSettle = 2 * time.Second
+
+// CheckOnPath confirms that traffic flows through proxy while drive runs:
+// the proxy's byte counters must move. drive should send a few requests that
+// make the system under test use the dependency behind the proxy.
+//
+// Embedded Toxiproxy counts bytes live. A remote Toxiproxy adds a
+// connection's bytes only when it closes (and only with -proxy-metrics), so
+// with long-lived pooled connections drive must make the service open a
+// fresh connection, or the check reports ErrNotOnPath falsely.
+//
+// Errors: [ErrNotOnPath] (exit 4) when the counters did not move;
+// [ErrCountersUnavailable] when the server has no counters; drive's error.
+func CheckOnPath(ctx context.Context, tp Toxiproxy, proxy string, drive func(ctx context.Context) error) error {
+	before, err := tp.Counters(ctx, proxy)
+	if err != nil {
+		return fmt.Errorf("check proxy %s is on the path: %w", proxy, err)
+	}
+	if err := drive(ctx); err != nil {
+		return fmt.Errorf("drive traffic to check proxy %s is on the path: %w", proxy, err)
+	}
+	deadline := time.Now().Add(onPathSettle)
+	for {
+		after, err := tp.Counters(ctx, proxy)
+		if err != nil {
+			return fmt.Errorf("check proxy %s is on the path: %w", proxy, err)
+		}
+		if after.Total() > before.Total() {
+			return nil
+		}
+		if after.Live || time.Now().After(deadline) {
+			hint := ""
+			if !after.Live {
+				hint = " (this Toxiproxy counts bytes when connections close; make the drive open fresh connections)"
+			}
+			return fmt.Errorf("%w: no bytes passed proxy %s while driving traffic (total stayed %d bytes)%s",
+				ErrNotOnPath, proxy, after.Total(), hint)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("check proxy %s is on the path: %w", proxy, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
