@@ -1,0 +1,31 @@
+// Package runtime is drill's local runtime: it runs the replicas of a
+// service under test as local processes and applies the kubelet's probe
+// semantics to them (DESIGN section 3), and it fronts them with a local
+// Service proxy that routes only to ready replicas, as kube-proxy does with
+// an EndpointSlice.
+//
+// The pieces, bottom up:
+//
+//   - [Replica] is one pod with one container: it starts the process (own
+//     process group, $PORT, logs to a file and an in-memory ring), runs the
+//     startup, liveness and readiness probes with the kubelet's worker
+//     semantics, restarts the container on liveness/startup failure or exit
+//     (restartPolicy Always) with the kubelet's CrashLoopBackOff, and
+//     reports every state change through [ReplicaConfig.OnChange] and as
+//     events. It knows nothing about Services, so a kubelet-like node agent
+//     can reuse it.
+//   - [Service] runs N replicas named <service>-<i> and a reverse proxy that
+//     balances round-robin across the ready ones (503 when none is).
+//
+// Every event goes to an [event.Sink] with a time on the run's
+// [event.Clock], using the same kinds the Kubernetes observer produces:
+// ProbeResult, PodStarted, PodReady, PodUnready, ContainerRestart,
+// EndpointReady, EndpointNotReady, EndpointRemoved, and K8sEvent for the
+// kubelet's Killing and BackOff events.
+//
+// Every process the package starts, it reaps, on every exit path.
+// Processes are started from one OS thread locked for the life of the
+// Service with PR_SET_PDEATHSIG=SIGKILL, so even a drill killed with SIGKILL
+// leaves no replica behind (their own children may escape if they leave the
+// replica's process group).
+package runtime

@@ -1,0 +1,739 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// DefaultSource is the Source of every event the local runtime emits.
+const DefaultSource = "local-runtime"
+
+// DefaultGrace is the Kubernetes default terminationGracePeriodSeconds.
+const DefaultGrace = 30 * time.Second
+
+// MinGrace is the kubelet's floor on any kill's grace period
+// (kuberuntime minimumGracePeriodInSeconds = 2).
+const MinGrace = 2 * time.Second
+
+// Replica states reported in [ReplicaStatus.State].
+const (
+	StateRunning     = "running"     // the process runs (started or not, ready or not)
+	StateTerminating = "terminating" // SIGTERM sent, waiting for the process to exit
+	StateWaiting     = "waiting"     // between instances, e.g. Reason CrashLoopBackOff
+	StateTerminated  = "terminated"  // stopped for good (Stop or ctx cancelled)
+)
+
+// Options tune the local runtime; the zero value gives the kubelet's
+// behaviour.
+type Options struct {
+	// BackoffBase is the first CrashLoopBackOff delay; it doubles per
+	// restart up to BackoffMax. Default 10s (the kubelet's); tests use less.
+	BackoffBase time.Duration
+	// BackoffMax caps the back-off; default 5m. The back-off resets when a
+	// container ran for more than 2 x BackoffMax (10 min by default).
+	BackoffMax time.Duration
+	// LogLines is how many last log lines a replica keeps in memory; default 50.
+	LogLines int
+	// Source is the Source of emitted events; default "local-runtime".
+	Source string
+}
+
+func (o Options) withDefaults() Options {
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = DefaultBackoffBase
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = DefaultBackoffMax
+	}
+	o.BackoffMax = max(o.BackoffMax, o.BackoffBase)
+	if o.LogLines <= 0 {
+		o.LogLines = DefaultLogLines
+	}
+	if o.Source == "" {
+		o.Source = DefaultSource
+	}
+	return o
+}
+
+// ReplicaStatus is a snapshot of one replica (a pod with one container).
+type ReplicaStatus struct {
+	// Pod is the pod name, e.g. order-gateway-0; it survives restarts.
+	Pod string `json:"pod"`
+	// Port is the replica's TCP port on 127.0.0.1 ($PORT); it survives restarts.
+	Port int `json:"port"`
+	// PID is the running process's id (also its process group id); 0 when
+	// no process runs.
+	PID int `json:"pid,omitempty"`
+	// State is running, terminating, waiting or terminated.
+	State string `json:"state"`
+	// Reason qualifies State: CrashLoopBackOff while waiting, the kill
+	// reason while terminating.
+	Reason string `json:"reason,omitempty"`
+	// Started: the startup probe has passed (or there is none).
+	Started bool `json:"started"`
+	// Ready: the pod's Ready condition.
+	Ready bool `json:"ready"`
+	// RestartCount is the container's restartCount.
+	RestartCount int32 `json:"restartCount"`
+	// LastTermination says why the previous instance ended ("" if none did).
+	LastTermination string `json:"lastTermination,omitempty"`
+}
+
+// Address is the replica's host:port on loopback.
+func (s ReplicaStatus) Address() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
+
+// ReplicaConfig configures a [Replica].
+type ReplicaConfig struct {
+	// Service names the service the pod belongs to (events' Service field).
+	Service string
+	// Pod is the pod name; required.
+	Pod string
+	// Container is the container name; default Service, else Pod.
+	Container string
+	// Command is argv; required. Resolved with $PATH when it has no slash.
+	Command []string
+	// Env is the complete environment (KEY=VALUE), $PORT included: the
+	// replica adds nothing.
+	Env []string
+	// Dir is the working directory; default the current one.
+	Dir string
+	// Port is the TCP port the process listens on (probes go to 127.0.0.1:Port).
+	Port int
+	// Probes are the container's probes; zero fields get Kubernetes defaults.
+	Probes scenario.Probes
+	// Grace is the SIGTERM to SIGKILL grace (terminationGracePeriodSeconds);
+	// 0 means the Kubernetes default 30s; like the kubelet, no kill waits
+	// less than [MinGrace] (2s).
+	Grace time.Duration
+	// Logs receives the process's stdout and stderr (nil: discarded, but
+	// the last lines are still kept in memory).
+	Logs io.Writer
+	// Options tune back-off, log ring and event source.
+	Options Options
+	// Clock stamps events; required.
+	Clock *event.Clock
+	// Sink receives events; nil discards them.
+	Sink event.Sink
+	// Log is for drill's own diagnostics; nil discards.
+	Log *slog.Logger
+	// OnChange is called with the new status after every change of
+	// readiness, process or restart count, in order, with the replica's
+	// lock held: it must be quick and must not call the Replica's methods.
+	OnChange func(ReplicaStatus)
+}
+
+// Replica runs one container as local processes with the kubelet's probe
+// and restart semantics (DESIGN section 3):
+//
+//   - the startup probe gates liveness and readiness; failing
+//     failureThreshold times in a row restarts the container;
+//   - liveness failing failureThreshold times in a row restarts it
+//     (SIGTERM to the process group, SIGKILL after the grace period, the
+//     probe's terminationGracePeriodSeconds overriding the container's);
+//   - readiness: the container starts unready, needs successThreshold
+//     successes in a row to become ready and failureThreshold failures in
+//     a row to become unready; with no readiness probe it is ready once
+//     started; a container that is not running is unready;
+//   - a process that exits by itself is restarted (restartPolicy Always);
+//     every restart is subject to the kubelet's CrashLoopBackOff.
+//
+// The probe counters live per replica across restarts, as the kubelet's
+// probe workers live per pod. A Replica is safe for concurrent use.
+type Replica struct {
+	cfg    ReplicaConfig
+	opt    Options
+	log    *slog.Logger
+	probes [3]*probeSpec // startup, liveness, readiness (nil = none)
+	prober *prober
+	logs   *logSink
+	spawn  *spawner
+
+	stopOnce  sync.Once
+	stopCh    chan struct{} // closed: stop for good
+	forceOnce sync.Once
+	force     chan struct{} // closed: SIGKILL now, do not wait for grace
+	done      chan struct{} // closed when every process is reaped
+
+	mu         sync.Mutex
+	st         ReplicaStatus
+	cur        *instance
+	thr        [3]thresholds
+	bo         backoff
+	prevFinish time.Time // exit time of the instance before cur (zero: none)
+}
+
+const (
+	idxStartup = iota
+	idxLiveness
+	idxReadiness
+)
+
+// instance is one run of the container (one process).
+type instance struct {
+	cmd       *exec.Cmd
+	pid       int
+	started   time.Time
+	logSeq    uint64
+	ctx       context.Context // probes; cancelled when the process is gone
+	cancel    context.CancelFunc
+	startedCh chan struct{} // closed when the startup probe passed (or none)
+	kill      chan termination
+	exited    chan struct{} // closed after the process was reaped
+	probeWG   sync.WaitGroup
+
+	// Set before exited is closed.
+	finished time.Time
+	exitDesc string
+}
+
+// termination says why an instance ended.
+type termination struct {
+	probe  string // "" unless a probe caused it
+	reason string
+	grace  time.Duration
+}
+
+// NewReplica validates cfg and returns a Replica that is not yet running.
+// Errors name the bad field (e.g. "livenessProbe.successThreshold: must be 1").
+func NewReplica(cfg ReplicaConfig) (*Replica, error) {
+	if cfg.Pod == "" {
+		return nil, errors.New("pod name is empty")
+	}
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, fmt.Errorf("pod %s: command is empty", cfg.Pod)
+	}
+	if cfg.Clock == nil {
+		return nil, fmt.Errorf("pod %s: no clock", cfg.Pod)
+	}
+	if cfg.Port <= 0 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("pod %s: port %d out of range", cfg.Pod, cfg.Port)
+	}
+	if cfg.Container == "" {
+		cfg.Container = cfg.Service
+		if cfg.Container == "" {
+			cfg.Container = cfg.Pod
+		}
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.Sink == nil {
+		cfg.Sink = event.SinkFunc(func(event.Event) {})
+	}
+	r := &Replica{
+		cfg:    cfg,
+		opt:    cfg.Options.withDefaults(),
+		prober: newProber(),
+		stopCh: make(chan struct{}),
+		force:  make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	r.log = cfg.Log
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.log = r.log.With("pod", cfg.Pod)
+	for i, p := range []struct {
+		kind string
+		p    *scenario.Probe
+	}{
+		{event.ProbeStartup, cfg.Probes.StartupProbe},
+		{event.ProbeLiveness, cfg.Probes.LivenessProbe},
+		{event.ProbeReadiness, cfg.Probes.ReadinessProbe},
+	} {
+		s, err := newProbeSpec(p.kind, p.p)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", cfg.Pod, err)
+		}
+		r.probes[i] = s
+		if s != nil {
+			r.thr[i] = thresholds{success: s.success, failure: s.failure}
+		}
+	}
+	r.bo = backoff{base: r.opt.BackoffBase, max: r.opt.BackoffMax, expire: 2 * r.opt.BackoffMax}
+	r.logs = newLogSink(cfg.Logs, r.opt.LogLines)
+	r.st = ReplicaStatus{Pod: cfg.Pod, Port: cfg.Port, State: StateWaiting, Reason: "ContainerCreating"}
+	return r, nil
+}
+
+// Start starts the first process and returns once it runs (an error if it
+// could not be started, e.g. the command does not exist; nothing is left
+// running then). The replica then runs until Stop or until ctx is
+// cancelled, which stops it like Stop with the full grace period.
+func (r *Replica) Start(ctx context.Context) error {
+	r.spawn = newSpawner()
+	r.mu.Lock()
+	inst, err := r.startLocked(0)
+	r.mu.Unlock()
+	if err != nil {
+		r.spawn.close()
+		r.stopOnce.Do(func() { close(r.stopCh) })
+		close(r.done)
+		r.mu.Lock()
+		r.st.State = StateTerminated
+		r.mu.Unlock()
+		return err
+	}
+	go r.supervise(inst)
+	go func() {
+		select {
+		case <-ctx.Done():
+			r.stopOnce.Do(func() { close(r.stopCh) })
+		case <-r.done:
+		}
+	}()
+	return nil
+}
+
+// Stop terminates the process (SIGTERM to its process group, SIGKILL after
+// the grace period, or at once when ctx ends first) and returns when it has
+// been reaped and the replica will not restart. Safe to call more than once
+// and concurrently; it returns ctx's error only if ctx ended before the
+// processes were reaped after SIGKILL.
+func (r *Replica) Stop(ctx context.Context) error {
+	r.stopOnce.Do(func() { close(r.stopCh) })
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+	}
+	r.forceOnce.Do(func() { close(r.force) })
+	select {
+	case <-r.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("stop pod %s: processes not reaped 10s after SIGKILL: %w", r.cfg.Pod, ctx.Err())
+	}
+}
+
+// Done is closed once the replica has stopped for good and every process
+// it started has been reaped.
+func (r *Replica) Done() <-chan struct{} { return r.done }
+
+// Status returns a snapshot of the replica.
+func (r *Replica) Status() ReplicaStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.st
+}
+
+// Logs returns the last log lines kept in memory (at most
+// [Options.LogLines]), oldest first, including drill's own marker lines.
+func (r *Replica) Logs() []string { return r.logs.since(0) }
+
+// Pod is the replica's pod name.
+func (r *Replica) Pod() string { return r.cfg.Pod }
+
+// emitLocked stamps e with the clock and identity and sends it. Called with
+// r.mu held, so a replica's events are emitted in the order of their times.
+func (r *Replica) emitLocked(e event.Event) {
+	e.At = r.cfg.Clock.Now()
+	e.Source = r.opt.Source
+	e.Service = r.cfg.Service
+	e.Pod = r.cfg.Pod
+	if e.Container == "" && e.Kind != event.PodReady && e.Kind != event.PodUnready {
+		e.Container = r.cfg.Container
+	}
+	r.cfg.Sink.Emit(e)
+}
+
+func (r *Replica) changedLocked() {
+	if r.cfg.OnChange != nil {
+		r.cfg.OnChange(r.st)
+	}
+}
+
+// startLocked starts a new process for restart number count (0: first).
+func (r *Replica) startLocked(count int32) (*instance, error) {
+	cmd := exec.Command(r.cfg.Command[0], r.cfg.Command[1:]...)
+	cmd.Env = r.cfg.Env
+	cmd.Dir = r.cfg.Dir
+	cmd.Stdout = r.logs
+	cmd.Stderr = r.logs
+	// Output copying must not hang on a descendant that escaped the group.
+	cmd.WaitDelay = 2 * time.Second
+	seq := r.logs.mark(fmt.Sprintf("[drill] %s starting container %s (restart %d): %s",
+		time.Now().Format(time.RFC3339Nano), r.cfg.Container, count, strings.Join(r.cfg.Command, " ")))
+	if err := r.spawn.start(cmd); err != nil {
+		return nil, fmt.Errorf("start pod %s: %w", r.cfg.Pod, err)
+	}
+	inst := &instance{
+		cmd:       cmd,
+		pid:       cmd.Process.Pid,
+		started:   time.Now(),
+		logSeq:    seq,
+		startedCh: make(chan struct{}),
+		kill:      make(chan termination, 1),
+		exited:    make(chan struct{}),
+	}
+	inst.ctx, inst.cancel = context.WithCancel(context.Background())
+	go r.reap(inst)
+
+	r.cur = inst
+	r.st.PID = inst.pid
+	r.st.State = StateRunning
+	r.st.Reason = ""
+	r.st.Started = false
+	r.st.RestartCount = count
+	r.log.Debug("container started", "pid", inst.pid, "restartCount", count)
+	r.emitLocked(event.Event{Kind: event.PodStarted, RestartCount: count, Detail: fmt.Sprintf("pid %d", inst.pid)})
+	if r.probes[idxStartup] == nil {
+		r.setStartedLocked(inst)
+	}
+	r.changedLocked()
+	for i, p := range r.probes {
+		if p == nil {
+			continue
+		}
+		inst.probeWG.Add(1)
+		go r.probeLoop(inst, i, p)
+	}
+	return inst, nil
+}
+
+// reap waits for the process to exit, kills whatever is left of its
+// process group (a container's processes all die with it), then reaps it.
+func (r *Replica) reap(inst *instance) {
+	var info unix.Siginfo
+	for {
+		// WNOWAIT: learn of the exit without reaping, so the process group
+		// id cannot be reused before the group is killed.
+		err := unix.Waitid(unix.P_PID, inst.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	_ = syscall.Kill(-inst.pid, syscall.SIGKILL)
+	err := inst.cmd.Wait()
+	inst.finished = time.Now()
+	inst.exitDesc = describeExit(inst.cmd, err)
+	close(inst.exited)
+}
+
+func describeExit(cmd *exec.Cmd, err error) string {
+	ps := cmd.ProcessState
+	if ps == nil {
+		return fmt.Sprintf("wait failed: %v", err)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("killed by signal %s (exit code %d)", unix.SignalName(ws.Signal()), 128+int(ws.Signal()))
+	}
+	code := ps.ExitCode()
+	if code == 0 {
+		return "exited with code 0 (Completed)"
+	}
+	return fmt.Sprintf("exited with code %d (Error)", code)
+}
+
+// setStartedLocked records that the startup probe passed (or there is none).
+func (r *Replica) setStartedLocked(inst *instance) {
+	r.st.Started = true
+	close(inst.startedCh)
+	if r.probes[idxReadiness] == nil {
+		r.setReadyLocked(true, "container started; no readiness probe")
+	}
+}
+
+func (r *Replica) setReadyLocked(ready bool, why string) {
+	if r.st.Ready == ready {
+		return
+	}
+	r.st.Ready = ready
+	kind := event.PodUnready
+	if ready {
+		kind = event.PodReady
+	}
+	r.emitLocked(event.Event{Kind: kind, Reason: why})
+	r.changedLocked()
+}
+
+// probeLoop runs one probe of one instance: from initialDelaySeconds after
+// the container started (and, for liveness and readiness, once the startup
+// probe passed), every periodSeconds, until the instance is gone or the
+// probe's result ends its work (startup passed or failed, liveness failed).
+func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
+	defer inst.probeWG.Done()
+	ctx := inst.ctx
+	if !sleepCtx(ctx, time.Until(inst.started.Add(spec.initialDelay))) {
+		return
+	}
+	if idx != idxStartup {
+		select {
+		case <-inst.startedCh: // readiness runs at once then (kubelet's manual trigger)
+		case <-ctx.Done():
+			return
+		}
+	}
+	t := probeTarget{port: r.cfg.Port, env: r.cfg.Env, dir: r.cfg.Dir}
+	tick := time.NewTicker(spec.period)
+	defer tick.Stop()
+	for {
+		begin := time.Now()
+		ok, detail := r.prober.run(ctx, spec, t)
+		if ctx.Err() != nil {
+			return // the container went away during the probe: no result
+		}
+		if !r.recordProbe(inst, idx, spec, ok, detail, time.Since(begin)) {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// recordProbe applies one probe result; it reports whether the probe
+// should keep running.
+func (r *Replica) recordProbe(inst *instance, idx int, spec *probeSpec, ok bool, detail string, took time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != inst || inst.ctx.Err() != nil {
+		return false
+	}
+	r.emitLocked(event.Event{Kind: event.ProbeResult, Probe: spec.kind, OK: ok, Detail: detail, Value: took.Seconds()})
+	t := &r.thr[idx]
+	if !t.observe(ok) {
+		return true
+	}
+	switch idx {
+	case idxStartup:
+		n := t.run
+		t.hold()
+		if ok {
+			r.setStartedLocked(inst)
+			r.changedLocked()
+			return false
+		}
+		r.requestKillLocked(inst, spec, fmt.Sprintf("startup probe failed %d times: %s", n, detail))
+		return false
+	case idxLiveness:
+		if ok {
+			return true
+		}
+		n := t.run
+		t.hold()
+		r.requestKillLocked(inst, spec, fmt.Sprintf("liveness probe failed %d times: %s", n, detail))
+		return false
+	default:
+		if ok {
+			r.setReadyLocked(true, fmt.Sprintf("readiness probe passed %d times", t.run))
+		} else {
+			r.setReadyLocked(false, fmt.Sprintf("readiness probe failed %d times: %s", t.run, detail))
+		}
+		return true
+	}
+}
+
+func (r *Replica) requestKillLocked(inst *instance, spec *probeSpec, reason string) {
+	grace := r.cfg.Grace
+	if spec.grace != nil {
+		grace = *spec.grace
+	}
+	select {
+	case inst.kill <- termination{probe: spec.kind, reason: reason, grace: grace}:
+	default: // a kill is already under way
+	}
+}
+
+// supervise owns the replica's processes: it waits for each instance to
+// end, restarts it with back-off, and on stop terminates and reaps it.
+func (r *Replica) supervise(inst *instance) {
+	defer close(r.done)
+	defer r.spawn.close()
+	for {
+		cause, stopping := r.await(inst)
+		r.ended(inst, cause, stopping)
+		if stopping {
+			return
+		}
+		var ok bool
+		inst, ok = r.restart(inst, cause)
+		if !ok {
+			return
+		}
+	}
+}
+
+// await waits for inst to end: by itself, by a probe-caused kill, or by stop.
+func (r *Replica) await(inst *instance) (termination, bool) {
+	select {
+	case <-inst.exited:
+		return termination{reason: "container " + inst.exitDesc}, r.stopping()
+	case k := <-inst.kill:
+		r.mu.Lock()
+		if r.cur == inst {
+			r.st.State, r.st.Reason = StateTerminating, k.reason
+			r.emitLocked(event.Event{Kind: event.K8sEvent, Probe: k.probe, Reason: "Killing",
+				Detail: fmt.Sprintf("Container %s failed %s probe, will be restarted: %s", r.cfg.Container, k.probe, k.reason)})
+			r.changedLocked()
+		}
+		r.mu.Unlock()
+		r.terminate(inst, k.grace)
+		return k, r.stopping()
+	case <-r.stopCh:
+		r.mu.Lock()
+		r.st.State, r.st.Reason = StateTerminating, "stopping"
+		r.changedLocked()
+		r.mu.Unlock()
+		r.terminate(inst, r.cfg.Grace)
+		return termination{reason: "stopped by drill"}, true
+	}
+}
+
+func (r *Replica) stopping() bool {
+	select {
+	case <-r.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// terminate sends SIGTERM to the process group, then SIGKILL after grace
+// (or at once on force), and waits until the process is reaped.
+func (r *Replica) terminate(inst *instance, grace time.Duration) {
+	select {
+	case <-inst.exited:
+		return
+	default:
+	}
+	grace = max(grace, MinGrace)
+	{
+		_ = syscall.Kill(-inst.pid, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-inst.exited:
+			return
+		case <-t.C:
+			r.log.Debug("grace period over; sending SIGKILL", "pid", inst.pid, "grace", grace)
+		case <-r.force:
+		}
+	}
+	_ = syscall.Kill(-inst.pid, syscall.SIGKILL)
+	<-inst.exited
+}
+
+// ended records that inst's process is gone (and reaped).
+func (r *Replica) ended(inst *instance, cause termination, stopping bool) {
+	<-inst.exited
+	inst.cancel()
+	inst.probeWG.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.PID = 0
+	r.st.Started = false
+	r.st.LastTermination = cause.reason
+	if stopping {
+		r.st.State, r.st.Reason = StateTerminated, ""
+	} else {
+		r.st.State, r.st.Reason = StateWaiting, ""
+	}
+	if r.st.Ready {
+		r.setReadyLocked(false, "container terminated: "+cause.reason)
+	} else {
+		r.changedLocked()
+	}
+	r.log.Debug("container ended", "pid", inst.pid, "reason", cause.reason, "exit", inst.exitDesc)
+}
+
+// restart starts the next instance after the kubelet's back-off. It returns
+// false if the replica was stopped meanwhile.
+func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
+	// The reference the kubelet checks the back-off against: see [backoff].
+	ref := prev.finished
+	if cause.probe != "" {
+		ref = r.prevFinish
+	}
+	logs := r.logs.since(prev.logSeq)
+	for {
+		if r.stopping() {
+			r.mu.Lock()
+			r.st.State, r.st.Reason = StateTerminated, ""
+			r.changedLocked()
+			r.mu.Unlock()
+			return nil, false
+		}
+		r.mu.Lock()
+		wait := r.bo.wait(time.Now(), ref)
+		if wait > 0 {
+			r.st.State, r.st.Reason = StateWaiting, "CrashLoopBackOff"
+			r.emitLocked(event.Event{Kind: event.K8sEvent, Reason: "BackOff",
+				Detail: fmt.Sprintf("Back-off %s restarting failed container %s in pod %s", r.bo.current(), r.cfg.Container, r.cfg.Pod)})
+			r.changedLocked()
+		}
+		r.mu.Unlock()
+		if wait > 0 && !sleepStop(r.stopCh, wait) {
+			r.mu.Lock()
+			r.st.State, r.st.Reason = StateTerminated, ""
+			r.changedLocked()
+			r.mu.Unlock()
+			return nil, false
+		}
+		r.mu.Lock()
+		r.bo.next(time.Now(), ref)
+		r.prevFinish = prev.finished
+		count := r.st.RestartCount + 1
+		r.emitLocked(event.Event{Kind: event.ContainerRestart, RestartCount: count, Probe: cause.probe,
+			Reason: cause.reason, Logs: logs})
+		inst, err := r.startLocked(count)
+		if err == nil {
+			r.mu.Unlock()
+			return inst, true
+		}
+		// Could not start (e.g. the binary vanished): the kubelet counts a
+		// failed start as a run that ended at once, and backs off.
+		r.st.RestartCount = count
+		r.st.LastTermination = err.Error()
+		r.st.State, r.st.Reason = StateWaiting, "StartError"
+		r.changedLocked()
+		r.mu.Unlock()
+		now := time.Now()
+		prev = &instance{finished: now, logSeq: r.logs.mark("[drill] " + err.Error())}
+		cause = termination{reason: "StartError: " + err.Error()}
+		ref = now
+		logs = []string{err.Error()}
+	}
+}
+
+// sleepCtx sleeps for d; false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sleepStop sleeps for d; false if stop was closed first.
+func sleepStop(stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
+	}
+}
