@@ -1,0 +1,241 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/drillhq/drill/internal/event"
+)
+
+// Proxy is a local Service: an HTTP reverse proxy on one port that balances
+// requests round-robin across the ready endpoints only, as kube-proxy does
+// with the ready endpoints of a Service's EndpointSlices, and answers 503
+// with a short body when none is ready.
+//
+// It balances per request (kube-proxy balances per connection), so a
+// replica that goes unready stops getting requests at once, even on
+// kept-alive client connections. Backend errors (a replica dying
+// mid-request) give 502; requests are never retried on another replica.
+// Safe for concurrent use.
+type Proxy struct {
+	service string
+	clock   *event.Clock
+	sink    event.Sink
+	source  string
+	log     *slog.Logger
+
+	ln  net.Listener
+	srv *http.Server
+	tr  *http.Transport
+
+	rr    atomic.Uint64
+	ready atomic.Pointer[[]*endpoint] // immutable snapshot, sorted by order
+
+	mu     sync.Mutex
+	eps    map[string]*endpoint // by pod: every known endpoint
+	closed bool
+	served chan struct{}
+}
+
+type endpoint struct {
+	pod   string
+	addr  string
+	order int
+	ready bool
+	rp    *httputil.ReverseProxy
+}
+
+// NewProxy listens on addr (host:port; "" means 127.0.0.1:0) and serves
+// until Close. Endpoint events carry service as their Service and source as
+// their Source ("" means "local-runtime").
+func NewProxy(service, addr string, clock *event.Clock, sink event.Sink, source string, log *slog.Logger) (*Proxy, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	if source == "" {
+		source = DefaultSource
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if sink == nil {
+		sink = event.SinkFunc(func(event.Event) {})
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for service %s on %s: %w", service, addr, err)
+	}
+	p := &Proxy{
+		service: service, clock: clock, sink: sink, source: source,
+		log: log.With("service", service), ln: ln,
+		eps:    map[string]*endpoint{},
+		served: make(chan struct{}),
+		tr: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          0, // no global cap
+			MaxIdleConnsPerHost:   2048,
+			IdleConnTimeout:       90 * time.Second,
+			DisableCompression:    true,
+			ExpectContinueTimeout: time.Second,
+			ForceAttemptHTTP2:     false,
+			WriteBufferSize:       32 << 10,
+			ReadBufferSize:        32 << 10,
+		},
+	}
+	p.ready.Store(&[]*endpoint{})
+	p.srv = &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		defer close(p.served)
+		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.log.Error("service proxy stopped", "err", err)
+		}
+	}()
+	return p, nil
+}
+
+// URL is http://<listen address> of the proxy.
+func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+// Addr is the proxy's listen address (host:port).
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// ServeHTTP implements http.Handler.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	eps := *p.ready.Load()
+	if len(eps) == 0 {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Drill-Proxy", "no-endpoints")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("no ready endpoints for service " + p.service + "\n"))
+		return
+	}
+	e := eps[(p.rr.Add(1)-1)%uint64(len(eps))]
+	e.rp.ServeHTTP(w, r)
+}
+
+// SetEndpoint adds or updates the endpoint of pod at addr (host:port).
+// order fixes its place in the round-robin (e.g. the replica index). A
+// change of readiness takes effect for the next request and emits
+// EndpointReady or EndpointNotReady at that moment. After Close it does
+// nothing.
+func (p *Proxy) SetEndpoint(pod, addr string, order int, ready bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	e, ok := p.eps[pod]
+	if !ok || e.addr != addr {
+		e = &endpoint{pod: pod, addr: addr, order: order, rp: p.newReverseProxy(pod, addr)}
+		p.eps[pod] = e
+		if !ready {
+			return // a new, unready endpoint: nothing routed, nothing changed
+		}
+	}
+	if e.ready == ready && ok {
+		return
+	}
+	e.ready = ready
+	p.publishLocked()
+	kind := event.EndpointNotReady
+	detail := "ready=false serving=false terminating=false"
+	if ready {
+		kind, detail = event.EndpointReady, "ready=true serving=true terminating=false"
+	}
+	p.emitLocked(kind, e, detail)
+}
+
+// Close stops routing (emitting EndpointRemoved for every endpoint), then
+// shuts the listener down, waiting for in-flight requests until ctx ends.
+func (p *Proxy) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.served
+		return nil
+	}
+	p.closed = true
+	eps := make([]*endpoint, 0, len(p.eps))
+	for _, e := range p.eps {
+		eps = append(eps, e)
+	}
+	sort.Slice(eps, func(i, j int) bool { return eps[i].order < eps[j].order })
+	p.ready.Store(&[]*endpoint{})
+	for _, e := range eps {
+		p.emitLocked(event.EndpointRemoved, e, "service stopped")
+	}
+	p.mu.Unlock()
+	err := p.srv.Shutdown(ctx)
+	if err != nil {
+		_ = p.srv.Close()
+	}
+	<-p.served
+	p.tr.CloseIdleConnections()
+	if err != nil {
+		return fmt.Errorf("shut down proxy for service %s: %w", p.service, err)
+	}
+	return nil
+}
+
+func (p *Proxy) publishLocked() {
+	var eps []*endpoint
+	for _, e := range p.eps {
+		if e.ready {
+			eps = append(eps, e)
+		}
+	}
+	sort.Slice(eps, func(i, j int) bool { return eps[i].order < eps[j].order })
+	p.ready.Store(&eps)
+}
+
+func (p *Proxy) emitLocked(kind event.Kind, e *endpoint, detail string) {
+	p.sink.Emit(event.Event{At: p.clock.Now(), Kind: kind, Source: p.source, Service: p.service,
+		Pod: e.pod, Address: e.addr, Detail: detail})
+}
+
+var bufPool = &bytePool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bytePool struct{ p sync.Pool }
+
+func (b *bytePool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
+func (b *bytePool) Put(x []byte) { b.p.Put(&x) }
+
+func (p *Proxy) newReverseProxy(pod, addr string) *httputil.ReverseProxy {
+	target := &url.URL{Scheme: "http", Host: addr}
+	log := p.log.With("pod", pod)
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // an L4 proxy leaves Host alone
+		},
+		Transport:  p.tr,
+		BufferPool: bufPool,
+		ErrorLog:   slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client went away
+			}
+			log.Debug("backend request failed", "err", err)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Drill-Proxy", "backend-error")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte("service " + p.service + ": pod " + pod + ": " + err.Error() + "\n"))
+		},
+	}
+}

@@ -1,0 +1,356 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// ServiceSpec describes a service to run locally.
+type ServiceSpec struct {
+	// Name is the service name; pods are named <Name>-<i>. Required.
+	Name string
+	// Command is argv of the program; required.
+	Command []string
+	// Env is added to drill's own environment for each replica; PORT is set
+	// per replica by the runtime and overrides any PORT here.
+	Env map[string]string
+	// Dir is the replicas' working directory; default drill's.
+	Dir string
+	// Replicas is the number of processes; default 1.
+	Replicas int
+	// Probes are the container's probes; zero fields get Kubernetes defaults.
+	Probes scenario.Probes
+	// Grace is terminationGracePeriodSeconds; 0 means 30s, and no kill
+	// waits less than [MinGrace] (2s), as in the kubelet.
+	Grace time.Duration
+	// Listen is the local Service proxy's address; default 127.0.0.1:0.
+	Listen string
+	// LogDir receives one log file per replica, <LogDir>/<pod>.log (stdout
+	// and stderr, appended across restarts). "" means a temporary directory
+	// removed by Stop.
+	LogDir string
+	// Options tune back-off (tests), the log ring and the event source.
+	Options Options
+}
+
+// Service is a running local service: N replicas under the kubelet's probe
+// semantics behind a [Proxy]. Safe for concurrent use.
+type Service struct {
+	spec     ServiceSpec
+	log      *slog.Logger
+	proxy    *Proxy
+	replicas []*Replica
+	files    []*os.File
+	tmpDir   string
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every replica change
+
+	stopOnce sync.Once
+	stopErr  error
+	stopped  chan struct{}
+}
+
+// Start validates spec, starts the Service proxy and every replica, and
+// returns at once (use [Service.WaitReady] to wait for readiness). Errors:
+// a bad spec (empty name or command, bad probe fields, negative replicas),
+// the listen address taken, or a process that cannot be started; then
+// nothing is left running and a temporary log directory is removed.
+// Cancelling ctx stops the service as [Service.Stop] does, with the grace
+// period.
+func Start(ctx context.Context, clock *event.Clock, sink event.Sink, spec ServiceSpec, log *slog.Logger) (svc *Service, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := validateSpec(&spec); err != nil {
+		return nil, err
+	}
+	s := &Service{
+		spec:    spec,
+		log:     log.With("service", spec.Name),
+		changed: make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.Stop(sctx)
+		}
+	}()
+	if s.spec.LogDir == "" {
+		d, err := os.MkdirTemp("", "drill-"+spec.Name+"-")
+		if err != nil {
+			return nil, fmt.Errorf("create log directory for service %s: %w", spec.Name, err)
+		}
+		s.tmpDir, s.spec.LogDir = d, d
+	} else if err := os.MkdirAll(s.spec.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log directory for service %s: %w", spec.Name, err)
+	}
+	opt := spec.Options.withDefaults()
+	s.proxy, err = NewProxy(spec.Name, spec.Listen, clock, sink, opt.Source, log)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(spec.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("find ports for service %s: %w", spec.Name, err)
+	}
+	for i := range spec.Replicas {
+		pod := spec.Name + "-" + strconv.Itoa(i)
+		f, err := os.OpenFile(filepath.Join(s.spec.LogDir, pod+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open log of pod %s: %w", pod, err)
+		}
+		s.files = append(s.files, f)
+		r, err := NewReplica(ReplicaConfig{
+			Service: spec.Name, Pod: pod, Container: spec.Name,
+			Command: spec.Command, Env: replicaEnv(spec.Env, ports[i]), Dir: spec.Dir, Port: ports[i],
+			Probes: spec.Probes, Grace: spec.Grace, Logs: f, Options: spec.Options,
+			Clock: clock, Sink: sink, Log: log,
+			OnChange: func(st ReplicaStatus) { s.onChange(i, st) },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("configure service %s: %w", spec.Name, err)
+		}
+		if err := r.Start(ctx); err != nil {
+			return nil, fmt.Errorf("start service %s: %w", spec.Name, err)
+		}
+		s.replicas = append(s.replicas, r)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), max(spec.Grace, DefaultGrace)+15*time.Second)
+			defer cancel()
+			if err := s.Stop(sctx); err != nil {
+				s.log.Error("stop service after cancel", "err", err)
+			}
+		case <-s.stopped:
+		}
+	}()
+	s.log.Debug("service started", "url", s.URL(), "replicas", spec.Replicas, "logDir", s.spec.LogDir)
+	return s, nil
+}
+
+func validateSpec(spec *ServiceSpec) error {
+	if spec.Name == "" {
+		return errors.New("service name is empty")
+	}
+	if len(spec.Command) == 0 || spec.Command[0] == "" {
+		return fmt.Errorf("service %s: command is empty", spec.Name)
+	}
+	if spec.Replicas < 0 {
+		return fmt.Errorf("service %s: replicas must be >= 0, got %d", spec.Name, spec.Replicas)
+	}
+	if spec.Replicas == 0 {
+		spec.Replicas = 1
+	}
+	if spec.Grace < 0 {
+		return fmt.Errorf("service %s: terminationGracePeriodSeconds must be >= 0, got %s", spec.Name, spec.Grace)
+	}
+	for _, p := range []struct {
+		kind  string
+		probe *scenario.Probe
+	}{
+		{event.ProbeStartup, spec.Probes.StartupProbe}, {event.ProbeLiveness, spec.Probes.LivenessProbe},
+		{event.ProbeReadiness, spec.Probes.ReadinessProbe},
+	} {
+		if _, err := newProbeSpec(p.kind, p.probe); err != nil {
+			return fmt.Errorf("service %s: %w", spec.Name, err)
+		}
+	}
+	return nil
+}
+
+// replicaEnv is drill's environment plus env plus PORT, later entries
+// overriding earlier ones.
+func replicaEnv(env map[string]string, port int) []string {
+	out := os.Environ()
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k != "PORT" {
+			out = append(out, k+"="+env[k])
+		}
+	}
+	return append(out, "PORT="+strconv.Itoa(port))
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			_ = l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (s *Service) onChange(i int, st ReplicaStatus) {
+	s.proxy.SetEndpoint(st.Pod, st.Address(), i, st.Ready)
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Done is closed once the service has stopped (Stop returned, or ctx of
+// Start was cancelled and the stop finished): every process reaped.
+func (s *Service) Done() <-chan struct{} { return s.stopped }
+
+// URL is http://127.0.0.1:<port> of the local Service proxy.
+func (s *Service) URL() string { return s.proxy.URL() }
+
+// Name is the service name.
+func (s *Service) Name() string { return s.spec.Name }
+
+// LogDir is the directory holding <pod>.log for every replica.
+func (s *Service) LogDir() string { return s.spec.LogDir }
+
+// Status returns every replica's status, in pod order.
+func (s *Service) Status() []ReplicaStatus {
+	out := make([]ReplicaStatus, len(s.replicas))
+	for i, r := range s.replicas {
+		out[i] = r.Status()
+	}
+	return out
+}
+
+// Logs returns the last log lines kept in memory for pod (nil if there is
+// no such pod).
+func (s *Service) Logs(pod string) []string {
+	for _, r := range s.replicas {
+		if r.Pod() == pod {
+			return r.Logs()
+		}
+	}
+	return nil
+}
+
+// WaitReady returns nil once at least n replicas are ready. When ctx ends
+// first, or the service stops, the error names each replica's state and its
+// last log lines.
+func (s *Service) WaitReady(ctx context.Context, n int) error {
+	if n > len(s.replicas) {
+		return fmt.Errorf("wait for %d ready replicas of service %s: it has only %d", n, s.spec.Name, len(s.replicas))
+	}
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		st := s.Status()
+		ready := 0
+		for _, r := range st {
+			if r.Ready {
+				ready++
+			}
+		}
+		if ready >= n {
+			return nil
+		}
+		var cause error
+		select {
+		case <-ch:
+			continue
+		case <-ctx.Done():
+			cause = ctx.Err()
+		case <-s.stopped:
+			cause = errors.New("service stopped")
+		}
+		return s.notReady(n, ready, cause)
+	}
+}
+
+func (s *Service) notReady(want, ready int, cause error) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "wait for service %s: %d of %d replicas ready, want %d: %v", s.spec.Name, ready, len(s.replicas), want, cause)
+	for _, r := range s.replicas {
+		st := r.Status()
+		fmt.Fprintf(&b, "\n  %s: %s", st.Pod, st.State)
+		if st.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", st.Reason)
+		}
+		fmt.Fprintf(&b, ", started=%t ready=%t restarts=%d pid=%d port=%d", st.Started, st.Ready, st.RestartCount, st.PID, st.Port)
+		if st.LastTermination != "" {
+			fmt.Fprintf(&b, ", last termination: %s", st.LastTermination)
+		}
+		lines := r.Logs()
+		if len(lines) > 10 {
+			lines = lines[len(lines)-10:]
+		}
+		for _, l := range lines {
+			fmt.Fprintf(&b, "\n    | %s", l)
+		}
+	}
+	return errors.New(b.String())
+}
+
+// Stop stops routing (EndpointRemoved for every replica), closes the proxy,
+// and terminates every replica (SIGTERM to its process group, SIGKILL after
+// the grace period or at once when ctx ends), returning once every process
+// has been reaped. It closes the log files and removes a temporary log
+// directory. Safe to call more than once; later calls return the first
+// call's result.
+func (s *Service) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		var errs []error
+		if s.proxy != nil {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := s.proxy.Close(pctx); err != nil {
+				errs = append(errs, err)
+			}
+			cancel()
+		}
+		var wg sync.WaitGroup
+		rerrs := make([]error, len(s.replicas))
+		for i, r := range s.replicas {
+			wg.Go(func() { rerrs[i] = r.Stop(ctx) })
+		}
+		wg.Wait()
+		errs = append(errs, rerrs...)
+		for _, f := range s.files {
+			if err := f.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close log %s: %w", f.Name(), err))
+			}
+		}
+		if s.tmpDir != "" {
+			if err := os.RemoveAll(s.tmpDir); err != nil {
+				errs = append(errs, fmt.Errorf("remove log directory: %w", err))
+			}
+		}
+		s.stopErr = errors.Join(errs...)
+		if s.stopErr != nil {
+			s.stopErr = fmt.Errorf("stop service %s: %w", s.spec.Name, s.stopErr)
+		}
+		close(s.stopped)
+	})
+	<-s.stopped
+	return s.stopErr
+}
