@@ -110,8 +110,18 @@ func (b *Bucket) Failures() int64 {
 	return n
 }
 
-// Merge adds o into b (b's Start and Width are kept).
+// Merge adds o into b (b's Start and Width are kept). Nil maps and
+// histograms on either side are tolerated.
 func (b *Bucket) Merge(o *Bucket) {
+	if o == nil {
+		return
+	}
+	if b.Codes == nil {
+		b.Codes = map[int]int64{}
+	}
+	if b.Errors == nil {
+		b.Errors = map[string]int64{}
+	}
 	b.Intended += o.Intended
 	b.Requests += o.Requests
 	b.OK += o.OK
@@ -123,12 +133,23 @@ func (b *Bucket) Merge(o *Bucket) {
 	}
 	b.BytesIn += o.BytesIn
 	b.BytesOut += o.BytesOut
-	b.Latency.Merge(o.Latency)
-	b.Lag.Merge(o.Lag)
+	mergeHist(&b.Latency, o.Latency)
+	mergeHist(&b.Lag, o.Lag)
 	b.Late += o.Late
-	b.Shed.Merge(o.Shed)
+	mergeHist(&b.Shed, o.Shed)
 	b.ShedRetryAfter += o.ShedRetryAfter
 	b.Retries += o.Retries
+}
+
+// mergeHist adds src into *dst, allocating *dst when it is nil.
+func mergeHist(dst **hdrhistogram.Histogram, src *hdrhistogram.Histogram) {
+	if src == nil || src.TotalCount() == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = NewHistogram()
+	}
+	(*dst).Merge(src)
 }
 
 // Series is one stream's buckets in time order.

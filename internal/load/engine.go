@@ -1,0 +1,558 @@
+// Package load drives drill's open-model load: several streams at once on
+// the run's one clock, each at an exact rate (constant, linear ramp or
+// steps) on the vegeta/v12 library, measured without coordinated omission.
+//
+// Hit n of a stream is due at its schedule's time At(n) (the integral of
+// the rate, as vegeta's pacers define it). Its latency counts from that
+// intended time, not from when a worker picked it up, so a generator that
+// falls behind shows the wait in the figures; the lag (actual − intended
+// send time) goes into each bucket's Lag histogram. If more than the
+// stream's budget of requests went out late (default: 1 % later than
+// 10 ms), [Engine.Validity] returns an error wrapping [ErrBehindSchedule]
+// and the run is invalid (exit 4), never a pass.
+//
+// Results are bucketed per stream by intended send time into 1 s buckets
+// aligned to t=0 of the clock (internal/measure); nothing keeps every
+// result, and buckets that can no longer change are packed, so memory
+// stays nearly flat with run length.
+package load
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"text/template"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// ErrBehindSchedule is wrapped by [Engine.Validity] when a stream's load
+// generator fell behind its schedule beyond its lag budget (DESIGN 7, exit 4).
+var ErrBehindSchedule = errors.New("load generator behind schedule")
+
+// Defaults applied to zero fields of a stream.
+const (
+	DefaultTimeout      = 5 * time.Second
+	DefaultLate         = 10 * time.Millisecond
+	DefaultLateFraction = 0.01
+	// DefaultWorkerCap caps the default MaxWorkers (peak rate × timeout).
+	DefaultWorkerCap = 10000
+	// DefaultGrace is how long after its duration a stream may still send
+	// hits it owes; hits not sent by then count as missed (late).
+	DefaultGrace = time.Second
+)
+
+// Options tune the engine; the zero value is ready to use.
+type Options struct {
+	// Dir resolves relative targetsFile paths (the scenario's directory).
+	Dir string
+	// RunID prefixes the {{.ID}} of body templates; default 8 random hex digits.
+	RunID string
+	// BucketWidth is the measurement bucket width; default 1 s.
+	BucketWidth time.Duration
+	// WorkerCap caps the default MaxWorkers of a stream; default DefaultWorkerCap.
+	WorkerCap int
+	// MaxBody is how many response body bytes vegeta keeps per result
+	// (they are discarded at once; BytesIn still counts every byte); default 0.
+	MaxBody int64
+	// Grace: see DefaultGrace.
+	Grace time.Duration
+}
+
+// Engine runs a set of streams once. Create it with [New]; call Run once.
+// Series, Live and Validity are safe to call at any time, also during Run.
+type Engine struct {
+	clock   *event.Clock
+	opts    Options
+	log     *slog.Logger
+	streams []*stream
+	ran     atomic.Bool
+}
+
+// stream states.
+const (
+	statePending int32 = iota
+	stateRunning
+	stateDone
+	stateSkipped // ctx ended before its start offset
+)
+
+type stream struct {
+	name       string
+	spec       scenario.Stream
+	start      time.Duration // clock offset the stream should start at
+	dur        time.Duration
+	sched      schedule // nil: as fast as maxWorkers allow
+	targets    []vegeta.Target
+	tpls       []*template.Template
+	retry      retryPolicy
+	timeout    time.Duration
+	maxWorkers uint64
+	late       time.Duration
+	fraction   float64
+	idPrefix   string
+	clock      *event.Clock
+	rec        *recorder
+	base       *http.Transport
+	client     *http.Client
+
+	state    atomic.Int32
+	anchor   atomic.Int64 // clock offset (ns) the schedule counts from
+	endRel   atomic.Int64 // intended end relative to anchor (ns); set when stopped early
+	inflight atomic.Int64
+	results  atomic.Int64
+	lateN    atomic.Int64
+}
+
+// New validates the streams (URLs already expanded by the runner) and
+// prepares them; t=0 of clock is when load starts. Errors name the stream
+// and what is wrong (bad rate, no targets, unreadable targets file, bad
+// template); nothing is started.
+func New(clock *event.Clock, streams []scenario.Stream, opts Options, log *slog.Logger) (*Engine, error) {
+	if clock == nil {
+		return nil, errors.New("new load engine: nil clock")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.BucketWidth <= 0 {
+		opts.BucketWidth = time.Second
+	}
+	if opts.WorkerCap <= 0 {
+		opts.WorkerCap = DefaultWorkerCap
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.MaxBody < 0 {
+		opts.MaxBody = 0
+	}
+	if opts.RunID == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		opts.RunID = hex.EncodeToString(b[:])
+	}
+	e := &Engine{clock: clock, opts: opts, log: log}
+	seen := map[string]bool{}
+	for i, st := range streams {
+		if st.Name == "" {
+			return nil, fmt.Errorf("streams[%d]: name is required", i)
+		}
+		if seen[st.Name] {
+			return nil, fmt.Errorf("streams[%d]: duplicate stream name %q", i, st.Name)
+		}
+		seen[st.Name] = true
+		s, err := e.prepare(st)
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", st.Name, err)
+		}
+		e.streams = append(e.streams, s)
+	}
+	return e, nil
+}
+
+func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
+	s := &stream{name: st.Name, spec: st, start: st.Start.D(), dur: st.Duration.D(), clock: e.clock}
+	if s.dur == 0 && len(st.Steps) > 0 {
+		for _, step := range st.Steps {
+			s.dur += step.For.D()
+		}
+	}
+	if s.dur <= 0 {
+		return nil, errors.New("needs a positive duration")
+	}
+	var err error
+	if s.sched, err = newSchedule(st, s.dur); err != nil {
+		return nil, err
+	}
+	if s.targets, s.tpls, err = buildTargets(st, e.opts.Dir); err != nil {
+		return nil, err
+	}
+	if s.retry, err = newRetryPolicy(st.Retry); err != nil {
+		return nil, err
+	}
+	s.timeout = st.Timeout.D()
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	s.late, s.fraction = DefaultLate, DefaultLateFraction
+	if b := st.LagBudget; b != nil {
+		if b.Late.D() > 0 {
+			s.late = b.Late.D()
+		}
+		if b.Fraction < 0 || b.Fraction > 1 {
+			return nil, fmt.Errorf("lagBudget.fraction %v must be within 0..1", b.Fraction)
+		}
+		if b.Fraction > 0 {
+			s.fraction = b.Fraction
+		}
+	}
+	if st.MaxWorkers < 0 || st.MaxConnections < 0 {
+		return nil, errors.New("maxWorkers and maxConnections must not be negative")
+	}
+	if st.MaxWorkers > 0 {
+		s.maxWorkers = uint64(st.MaxWorkers)
+	} else {
+		// Enough workers for every request of a timeout's worth of load to be
+		// in flight at once (so a stalled server does not stall the
+		// schedule), capped so overload cannot collapse the generator.
+		peak := peakRate(s.sched, s.dur)
+		n := int(math.Ceil(peak*s.timeout.Seconds())) + 16
+		s.maxWorkers = uint64(min(n, e.opts.WorkerCap))
+	}
+	s.idPrefix = e.opts.RunID + "-" + st.Name + "-"
+	s.rec = newRecorder(e.opts.BucketWidth, s.start)
+
+	keepAlive := st.KeepAlive == nil || *st.KeepAlive
+	dialer := &net.Dialer{Timeout: s.timeout, KeepAlive: 30 * time.Second}
+	if !keepAlive {
+		dialer.KeepAlive = -1
+	}
+	s.base = &http.Transport{
+		DialContext:         dialer.DialContext,
+		MaxIdleConnsPerHost: int(min(s.maxWorkers, 10000)),
+		MaxConnsPerHost:     st.MaxConnections,
+		DisableKeepAlives:   !keepAlive,
+		DisableCompression:  true,
+		TLSHandshakeTimeout: s.timeout,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	s.client = &http.Client{
+		Timeout:   s.timeout,
+		Transport: &transport{base: s.base, s: s},
+		// Redirects are answers, not followed (3xx counts as OK).
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return s, nil
+}
+
+func peakRate(s schedule, dur time.Duration) float64 {
+	if s == nil {
+		return 0
+	}
+	peak := 0.0
+	for i := 0; i <= 100; i++ {
+		peak = max(peak, s.Rate(dur*time.Duration(i)/100))
+	}
+	if ps, ok := s.(*pieceSchedule); ok {
+		for _, sg := range ps.segs {
+			peak = max(peak, sg.r0, sg.r1)
+		}
+	}
+	return peak
+}
+
+// Run starts every stream at its Start offset on the clock, runs it for
+// its Duration, and returns when all have finished or ctx ended. When ctx
+// ends, no new request is sent; requests in flight end within their
+// timeout and are still recorded. Cancellation is not an error; Run
+// returns an error only when called twice.
+func (e *Engine) Run(ctx context.Context) error {
+	if !e.ran.CompareAndSwap(false, true) {
+		return errors.New("run load: engine already ran")
+	}
+	var wg sync.WaitGroup
+	for _, s := range e.streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.runStream(ctx, s)
+		}()
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-all:
+			for _, s := range e.streams {
+				s.base.CloseIdleConnections()
+			}
+			return nil
+		case <-tick.C:
+			now := e.clock.Now()
+			for _, s := range e.streams {
+				// Every request ends within its timeout (retries included);
+				// stragglers reopen a packed second.
+				s.rec.pack(now - s.timeout - 2*time.Second)
+			}
+		}
+	}
+}
+
+func (e *Engine) runStream(ctx context.Context, s *stream) {
+	log := e.log.With("stream", s.name)
+	if wait := s.start - e.clock.Now(); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			s.state.Store(stateSkipped)
+			return
+		case <-t.C:
+		}
+	}
+	if ctx.Err() != nil {
+		s.state.Store(stateSkipped)
+		return
+	}
+	atk := vegeta.NewAttacker(
+		vegeta.Client(s.client),
+		vegeta.Workers(min(s.maxWorkers, 10)),
+		vegeta.MaxWorkers(s.maxWorkers),
+		vegeta.MaxBody(e.opts.MaxBody),
+	)
+	tr := vegeta.NewStaticTargeter(s.targets...)
+	anchor := e.clock.Now()
+	s.anchor.Store(int64(anchor))
+	s.endRel.Store(int64(s.dur))
+	s.state.Store(stateRunning)
+	if late := anchor - s.start; late > s.late {
+		log.Warn("stream started late", "by", late)
+	}
+	var results <-chan *vegeta.Result
+	if s.sched == nil {
+		results = atk.Attack(tr, vegeta.ConstantPacer{}, s.dur, s.name)
+	} else {
+		results = atk.Attack(tr, s.sched.Pacer(), 0, s.name)
+	}
+	log.Info("stream started", "at", anchor, "duration", s.dur, "intended", s.total(), "maxWorkers", s.maxWorkers)
+
+	finished := make(chan struct{})
+	go func() {
+		grace := time.NewTimer(s.dur + e.opts.Grace)
+		defer grace.Stop()
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			// Hits due after now are no longer intended.
+			s.endRel.Store(int64(min(e.clock.Now()-anchor, s.dur)))
+			atk.Stop()
+		case <-grace.C:
+			log.Warn("stream still owes hits after its duration; stopping it", "owed", int64(s.total())-s.results.Load())
+			atk.Stop()
+		}
+	}()
+	for r := range results {
+		s.record(r)
+	}
+	close(finished)
+	s.state.Store(stateDone)
+	log.Info("stream finished", "requests", s.results.Load(), "late", s.lateN.Load())
+}
+
+// total is the number of hits intended from the stream's start to its
+// intended end (its duration, or when ctx ended).
+func (s *stream) total() uint64 {
+	if s.sched == nil {
+		return uint64(s.results.Load())
+	}
+	return s.sched.Count(time.Duration(s.endRel.Load()) + 1)
+}
+
+// intendedOffset is the clock offset of hit seq's intended send time; in
+// the as-fast-as-possible mode, now.
+func (s *stream) intendedOffset(seq uint64, now time.Time) time.Duration {
+	if s.sched == nil {
+		return s.clock.Offset(now)
+	}
+	return time.Duration(s.anchor.Load()) + s.sched.At(seq)
+}
+
+// intendedWall is hit seq's intended send time as wall-clock time.
+func (s *stream) intendedWall(seq uint64) time.Time {
+	if s.sched == nil {
+		return time.Now()
+	}
+	return s.clock.Start().Add(time.Duration(s.anchor.Load()) + s.sched.At(seq))
+}
+
+func (s *stream) record(r *vegeta.Result) {
+	sent := s.clock.Offset(r.Timestamp)
+	intended := sent
+	if s.sched != nil {
+		intended = time.Duration(s.anchor.Load()) + s.sched.At(r.Seq)
+	}
+	lag := max(sent-intended, 0)
+	o := outcome{
+		intended: intended,
+		lag:      lag,
+		latency:  s.clock.Offset(r.Timestamp.Add(r.Latency)) - intended,
+		code:     int(r.Code),
+		late:     lag > s.late,
+	}
+	if o.code == 0 {
+		o.errKind = classify(r.Error)
+	} else if r.Headers != nil && r.Headers.Get("Retry-After") != "" {
+		o.retryAfter = true
+	}
+	if o.late {
+		s.lateN.Add(1)
+	}
+	s.results.Add(1)
+	s.rec.record(o)
+}
+
+// Series returns each stream's per-second buckets (by intended send time,
+// aligned to t=0), contiguous from the stream's first second to its last.
+// Each call returns fresh copies (dense histograms, ~450 KB per bucket):
+// safe during Run (a snapshot; Intended then counts hits due so far) and
+// after it.
+func (e *Engine) Series() map[string]*measure.Series {
+	out := make(map[string]*measure.Series, len(e.streams))
+	w := e.opts.BucketWidth
+	for _, s := range e.streams {
+		ser := &measure.Series{Stream: s.name}
+		out[s.name] = ser
+		st := s.state.Load()
+		if st == statePending || st == stateSkipped {
+			continue
+		}
+		anchor := time.Duration(s.anchor.Load())
+		end := anchor + time.Duration(s.endRel.Load())
+		if st == stateRunning {
+			end = min(end, e.clock.Now())
+		}
+		first := floorDiv(anchor, w)
+		last := floorDiv(end-1, w) + 1
+		ser.Buckets = s.rec.snapshot(first, last)
+		for _, b := range ser.Buckets {
+			b.Intended = s.intendedIn(b.Start, b.Start+b.Width, anchor, end)
+			if s.sched == nil {
+				b.Intended = b.Requests
+			}
+		}
+	}
+	return out
+}
+
+// intendedIn counts hits due in [from, to) (clock offsets), up to end.
+func (s *stream) intendedIn(from, to, anchor, end time.Duration) int64 {
+	if s.sched == nil {
+		return 0
+	}
+	clamp := func(t time.Duration) time.Duration { return min(max(t, anchor), end+1) - anchor }
+	return int64(s.sched.Count(clamp(to))) - int64(s.sched.Count(clamp(from)))
+}
+
+// StreamLive is a stream's recent figures for progress display and stop
+// conditions. Rates are req/s; latencies are from intended send times.
+type StreamLive struct {
+	Stream string
+	// State is pending, running, done or skipped.
+	State string
+	// Window is the span the figures cover: the last whole seconds before now.
+	Window time.Duration
+	// IntendedRate and AchievedRate (completed requests) over Window, req/s.
+	IntendedRate, AchievedRate float64
+	// P50 and P99 latency over Window.
+	P50, P99 time.Duration
+	// Requests completed and Failures (transport errors + status >= 400) over Window.
+	Requests, Failures int64
+	// ErrorRate is Failures/Requests over Window, 0..1.
+	ErrorRate float64
+	// Shed counts 503/429 responses over Window.
+	Shed int64
+	// LagP99 is the dispatch lag p99 over Window.
+	LagP99 time.Duration
+	// InFlight is requests sent and not yet finished, now.
+	InFlight int64
+	// Sent and Late are totals since the stream started.
+	Sent, Late int64
+}
+
+var stateNames = map[int32]string{statePending: "pending", stateRunning: "running", stateDone: "done", stateSkipped: "skipped"}
+
+// Live returns each stream's figures over the last window (rounded up to
+// whole buckets, ending at the last whole second before now), in the
+// order the streams were given.
+func (e *Engine) Live(window time.Duration) []StreamLive {
+	w := e.opts.BucketWidth
+	if window < w {
+		window = w
+	}
+	n := (window + w - 1) / w
+	to := time.Duration(floorDiv(e.clock.Now(), w)) * w
+	from := to - n*w
+	out := make([]StreamLive, 0, len(e.streams))
+	for _, s := range e.streams {
+		st := s.state.Load()
+		l := StreamLive{Stream: s.name, State: stateNames[st], Window: n * w, InFlight: s.inflight.Load(),
+			Sent: s.results.Load(), Late: s.lateN.Load()}
+		if st != statePending && st != stateSkipped {
+			anchor := time.Duration(s.anchor.Load())
+			end := anchor + time.Duration(s.endRel.Load())
+			intended := s.intendedIn(from, to, anchor, end)
+			s.rec.window(from, to, func(b *measure.Bucket) {
+				l.Requests = b.Requests
+				l.Failures = b.Failures()
+				l.ErrorRate = b.ErrorRate()
+				l.P50, l.P99 = b.Quantile(50), b.Quantile(99)
+				l.LagP99 = measure.Quantile(b.Lag, 99)
+				l.Shed = b.ShedCount()
+				if s.sched == nil {
+					intended = b.Requests
+				}
+			})
+			l.AchievedRate = float64(l.Requests) / l.Window.Seconds()
+			l.IntendedRate = float64(intended) / l.Window.Seconds()
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Validity returns nil when every stream kept to its schedule, or an
+// error wrapping ErrBehindSchedule naming each stream whose late plus
+// never-sent requests exceed its budget fraction of intended requests
+// (default: more than 1 % later than 10 ms). The runner maps it to exit 4.
+func (e *Engine) Validity() error {
+	var errs []error
+	for _, s := range e.streams {
+		st := s.state.Load()
+		if st == statePending || st == stateSkipped || s.sched == nil {
+			continue
+		}
+		total := int64(s.total())
+		if st == stateRunning {
+			anchor := time.Duration(s.anchor.Load())
+			total = s.intendedIn(anchor, e.clock.Now(), anchor, anchor+time.Duration(s.endRel.Load()))
+		}
+		if total <= 0 {
+			continue
+		}
+		sent := s.results.Load() + s.inflight.Load()
+		missed := max(total-sent, 0)
+		if st == stateRunning {
+			missed = 0 // hits due now may still be on their way to a worker
+		}
+		late := s.lateN.Load()
+		frac := float64(late+missed) / float64(total)
+		if frac > s.fraction {
+			lagP99 := time.Duration(0)
+			all := s.rec
+			lo, hi := all.span()
+			all.window(time.Duration(lo)*e.opts.BucketWidth, time.Duration(hi)*e.opts.BucketWidth, func(b *measure.Bucket) {
+				lagP99 = measure.Quantile(b.Lag, 99)
+			})
+			errs = append(errs, fmt.Errorf("%w: stream %q: %d of %d intended requests went out more than %s late and %d never went out (%.2f%%, budget %.2f%%); dispatch lag p99 %s",
+				ErrBehindSchedule, s.name, late, total, s.late, missed, 100*frac, 100*s.fraction, lagP99.Round(time.Microsecond)))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,125 @@
+package load
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// tplHeader marks a target whose body is a template; its value indexes
+// the stream's templates. The transport renders the body with the exact
+// sequence number vegeta gave the hit and removes the header.
+const tplHeader = "X-Drill-Body-Template"
+
+// BodyData is what a body template sees.
+type BodyData struct {
+	// ID is unique per request across runs: "<run id>-<stream>-<seq>".
+	ID string
+	// Seq is the hit's sequence number in its stream (0-based, vegeta's X-Vegeta-Seq).
+	Seq uint64
+	// Time is the intended send time, RFC 3339 with nanoseconds (UTC).
+	Time string
+}
+
+// buildTargets returns the stream's targets (inline first, then the
+// targets file's, read eagerly) and the parsed body templates they use.
+func buildTargets(st scenario.Stream, dir string) ([]vegeta.Target, []*template.Template, error) {
+	var tgts []vegeta.Target
+	var tpls []*template.Template
+	for i, t := range st.Targets {
+		method := strings.ToUpper(strings.TrimSpace(t.Method))
+		if method == "" {
+			method = http.MethodGet
+		}
+		if err := checkURL(t.URL); err != nil {
+			return nil, nil, fmt.Errorf("targets[%d]: %w", i, err)
+		}
+		vt := vegeta.Target{Method: method, URL: t.URL, Header: http.Header{}}
+		for k, v := range t.Headers {
+			vt.Header.Set(k, v)
+		}
+		if strings.Contains(t.Body, "{{") {
+			tpl, err := template.New(fmt.Sprintf("%s.targets[%d].body", st.Name, i)).Option("missingkey=error").Parse(t.Body)
+			if err != nil {
+				return nil, nil, fmt.Errorf("targets[%d]: parse body template: %w", i, err)
+			}
+			// Render once now so a template that names an unknown field fails before load starts.
+			if err := tpl.Execute(&bytes.Buffer{}, BodyData{ID: "check", Time: time.Unix(0, 0).UTC().Format(time.RFC3339Nano)}); err != nil {
+				return nil, nil, fmt.Errorf("targets[%d]: body template: %w", i, err)
+			}
+			vt.Header.Set(tplHeader, strconv.Itoa(len(tpls)))
+			tpls = append(tpls, tpl)
+		} else if t.Body != "" {
+			vt.Body = []byte(t.Body)
+		}
+		tgts = append(tgts, vt)
+	}
+	if st.TargetsFile != nil {
+		ft, err := readTargetsFile(*st.TargetsFile, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		tgts = append(tgts, ft...)
+	}
+	if len(tgts) == 0 {
+		return nil, nil, fmt.Errorf("has no targets (give targets or targetsFile)")
+	}
+	return tgts, tpls, nil
+}
+
+// readTargetsFile reads a vegeta targets file (format http or json) whole.
+// Relative paths are taken from dir.
+func readTargetsFile(tf scenario.TargetsFile, dir string) ([]vegeta.Target, error) {
+	path := tf.Path
+	if path == "" {
+		return nil, fmt.Errorf("targetsFile: path is empty")
+	}
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read targets file: %w", err)
+	}
+	var tr vegeta.Targeter
+	switch strings.ToLower(tf.Format) {
+	case "", "http":
+		tr = vegeta.NewHTTPTargeter(bytes.NewReader(data), nil, nil)
+	case "json":
+		tr = vegeta.NewJSONTargeter(bytes.NewReader(data), nil, nil)
+	default:
+		return nil, fmt.Errorf("targets file %s: unknown format %q; use http or json", path, tf.Format)
+	}
+	tgts, err := vegeta.ReadAllTargets(tr)
+	if err != nil {
+		return nil, fmt.Errorf("read targets file %s: %w", path, err)
+	}
+	for i, t := range tgts {
+		if err := checkURL(t.URL); err != nil {
+			return nil, fmt.Errorf("targets file %s: target %d: %w", path, i+1, err)
+		}
+	}
+	return tgts, nil
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("invalid url %q: %w", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url %q must be absolute http:// or https://", s)
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// classify maps a vegeta Result.Error of a request that got no response to
+// a measure error kind. vegeta only keeps the error text, so this matches
+// the messages of net/http and the kernel: a closed connection ("EOF")
+// counts as a reset.
+func classify(msg string) string {
+	m := strings.ToLower(msg)
+	switch {
+	case strings.Contains(m, "timeout") || strings.Contains(m, "deadline exceeded"):
+		return measure.ErrTimeout
+	case strings.Contains(m, "connection refused"):
+		return measure.ErrRefused
+	case strings.Contains(m, "connection reset") || strings.Contains(m, "broken pipe") ||
+		strings.HasSuffix(m, "eof") || strings.Contains(m, "eof (") || strings.Contains(m, "server closed"):
+		return measure.ErrReset
+	}
+	return measure.ErrOther
+}
+
+// retryPolicy is a stream's resolved client retry behaviour.
+type retryPolicy struct {
+	policy      scenario.RetryPolicy
+	interval    time.Duration
+	maxAttempts int
+	on          map[int]bool
+}
+
+func newRetryPolicy(r *scenario.Retry) (retryPolicy, error) {
+	p := retryPolicy{policy: scenario.RetryNone, maxAttempts: 1}
+	if r == nil || r.Policy == "" || r.Policy == scenario.RetryNone {
+		return p, nil
+	}
+	if r.Policy != scenario.RetryFixed && r.Policy != scenario.RetryAfter {
+		return p, errors.New("retry: unknown policy " + strconv.Quote(string(r.Policy)) + "; use none, fixed or retry-after")
+	}
+	p.policy = r.Policy
+	p.interval = r.Interval.D()
+	if p.interval <= 0 {
+		p.interval = 50 * time.Millisecond
+	}
+	p.maxAttempts = r.MaxAttempts
+	if p.maxAttempts == 0 {
+		p.maxAttempts = 3
+	}
+	if p.maxAttempts < 1 {
+		return p, errors.New("retry: maxAttempts must be at least 1")
+	}
+	codes := r.On
+	if len(codes) == 0 {
+		codes = []int{429, 502, 503, 504}
+	}
+	p.on = map[int]bool{}
+	for _, c := range codes {
+		p.on[c] = true
+	}
+	return p, nil
+}
+
+// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(h string, now time.Time) (time.Duration, bool) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// transport wraps the stream's http.Transport: it renders body templates
+// with the hit's exact sequence number and intended time, retries as the
+// stream's policy says, counts in-flight requests, and counts bytes in and
+// out (all of a response body, although vegeta keeps none of it) and
+// retries into the bucket of the hit's intended time.
+type transport struct {
+	base *http.Transport
+	s    *stream
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := t.s
+	seq, seqOK := uint64(0), false
+	if v := req.Header.Get("X-Vegeta-Seq"); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			seq, seqOK = n, true
+		}
+	}
+	s.inflight.Add(1)
+	done := &once{}
+	finish := func(in, out, retries int64) {
+		if done.do() {
+			s.inflight.Add(-1)
+			if seqOK {
+				s.rec.addTransfer(s.intendedOffset(seq, time.Now()), in, out, retries)
+			}
+		}
+	}
+
+	var body []byte
+	if v := req.Header.Get(tplHeader); v != "" {
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i >= len(s.tpls) {
+			finish(0, 0, 0)
+			return nil, errors.New("load: bad body template marker " + strconv.Quote(v))
+		}
+		var buf bytes.Buffer
+		data := BodyData{ID: s.idPrefix + strconv.FormatUint(seq, 10), Seq: seq, Time: s.intendedWall(seq).UTC().Format(time.RFC3339Nano)}
+		if err := s.tpls[i].Execute(&buf, data); err != nil {
+			finish(0, 0, 0)
+			return nil, err
+		}
+		body = buf.Bytes()
+		r2 := req.Clone(req.Context())
+		r2.Header.Del(tplHeader)
+		setBody(r2, body)
+		req = r2
+	} else if s.retry.maxAttempts > 1 && req.GetBody == nil && req.Body != nil {
+		// Keep the body for retries (vegeta's requests normally have GetBody).
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			finish(0, 0, 0)
+			return nil, err
+		}
+		r2 := req.Clone(req.Context())
+		setBody(r2, b)
+		req = r2
+	}
+
+	var out, retries int64
+	for attempt := 1; ; attempt++ {
+		if req.ContentLength > 0 {
+			out += req.ContentLength
+		}
+		resp, err := t.base.RoundTrip(req)
+		if attempt >= s.retry.maxAttempts || !s.retry.wants(resp, err, req.Context()) {
+			if err != nil {
+				finish(0, out, retries)
+				return nil, err
+			}
+			resp.Body = &countingBody{ReadCloser: resp.Body, done: func(n int64) { finish(n, out, retries) }}
+			return resp, nil
+		}
+		wait := s.retry.interval
+		if s.retry.policy == scenario.RetryAfter && resp != nil {
+			if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				wait = d
+			}
+		}
+		if dl, ok := req.Context().Deadline(); ok && time.Now().Add(wait).After(dl) {
+			// The retry could not happen before the client gives up: a client
+			// honouring Retry-After returns this answer instead.
+			if err != nil {
+				finish(0, out, retries)
+				return nil, err
+			}
+			resp.Body = &countingBody{ReadCloser: resp.Body, done: func(n int64) { finish(n, out, retries) }}
+			return resp, nil
+		}
+		if resp != nil {
+			// Drain a little so the connection can be reused; BytesIn counts
+			// the final response only (one response per request).
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+		}
+		retries++
+		if !sleepCtx(req.Context(), wait) {
+			finish(0, out, retries)
+			return nil, req.Context().Err()
+		}
+		if req.GetBody != nil {
+			b, gerr := req.GetBody()
+			if gerr != nil {
+				finish(0, out, retries)
+				return nil, gerr
+			}
+			r2 := req.Clone(req.Context())
+			r2.Body = b
+			req = r2
+		}
+	}
+}
+
+// wants reports whether the outcome of an attempt calls for a retry:
+// a status in the policy's list, or a transport error while the request
+// still has time.
+func (p retryPolicy) wants(resp *http.Response, err error, ctx context.Context) bool {
+	if p.maxAttempts <= 1 {
+		return false
+	}
+	if err != nil {
+		return ctx.Err() == nil
+	}
+	return p.on[resp.StatusCode]
+}
+
+func setBody(r *http.Request, b []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	if len(b) == 0 {
+		r.Body = http.NoBody
+		r.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// countingBody counts the bytes read and reports them once, on Close.
+type countingBody struct {
+	io.ReadCloser
+	n    int64
+	done func(int64)
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingBody) Close() error {
+	err := c.ReadCloser.Close()
+	c.done(c.n)
+	return err
+}
+
+// once is a tiny sync.Once that reports whether this call was the first.
+type once struct{ v atomic.Bool }
+
+func (o *once) do() bool { return o.v.CompareAndSwap(false, true) }
