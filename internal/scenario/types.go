@@ -22,9 +22,12 @@ const KindScenario = "Scenario"
 // Scenario is one drill: what to start, what load to drive, which faults to
 // inject when, what to watch and what to assert.
 type Scenario struct {
-	APIVersion string   `yaml:"apiVersion" json:"apiVersion"`
-	Kind       string   `yaml:"kind" json:"kind"`
-	Metadata   Metadata `yaml:"metadata" json:"metadata"`
+	// APIVersion is always drill.dev/v1alpha1; required.
+	APIVersion string `yaml:"apiVersion" json:"apiVersion"`
+	// Kind is always Scenario; required.
+	Kind string `yaml:"kind" json:"kind"`
+	// Metadata names the scenario; required.
+	Metadata Metadata `yaml:"metadata" json:"metadata"`
 
 	// Environment says where the system under test runs. Default: local.
 	Environment Environment `yaml:"environment" json:"environment"`
@@ -61,6 +64,9 @@ type Scenario struct {
 type Position struct {
 	Line   int `json:"line"`
 	Column int `json:"column"`
+	// File is set when the value came from another file than the scenario
+	// (a Deployment manifest); empty means [Scenario.File].
+	File string `json:"file,omitempty"`
 }
 
 // Metadata names and describes a scenario.
@@ -128,17 +134,23 @@ type Timeline struct {
 
 // WindowSpec is a user-named window [From, To) on the run's clock.
 type WindowSpec struct {
-	Name string   `yaml:"name" json:"name"`
+	// Name is unique; assertions refer to it. Not run, baseline, fault:* or recovery:*.
+	Name string `yaml:"name" json:"name"`
+	// From is the window's start from t=0; at or after the warmup.
 	From Duration `yaml:"from" json:"from"`
-	To   Duration `yaml:"to" json:"to"`
+	// To is the window's end from t=0 (excluded); at most the run's duration.
+	// User windows must not overlap each other.
+	To Duration `yaml:"to" json:"to"`
 }
 
 // Dependency is something started locally for the run. Exactly one of
 // Postgres or HTTPStub is set.
 type Dependency struct {
 	// Name is referenced as ${dependencies.<name>.addr} etc.
-	Name     string       `yaml:"name" json:"name"`
+	Name string `yaml:"name" json:"name"`
+	// Postgres starts a throwaway PostgreSQL.
 	Postgres *PostgresDep `yaml:"postgres,omitempty" json:"postgres,omitempty"`
+	// HTTPStub starts a stub HTTP service.
 	HTTPStub *HTTPStubDep `yaml:"httpStub,omitempty" json:"httpStub,omitempty"`
 }
 
@@ -249,8 +261,12 @@ type ManifestRef struct {
 
 // Probes are a container's three probes with PodSpec field names.
 type Probes struct {
-	StartupProbe   *Probe `yaml:"startupProbe,omitempty" json:"startupProbe,omitempty"`
-	LivenessProbe  *Probe `yaml:"livenessProbe,omitempty" json:"livenessProbe,omitempty"`
+	// StartupProbe gates liveness and readiness until it first passes.
+	StartupProbe *Probe `yaml:"startupProbe,omitempty" json:"startupProbe,omitempty"`
+	// LivenessProbe restarts the container after failureThreshold failures in a row.
+	LivenessProbe *Probe `yaml:"livenessProbe,omitempty" json:"livenessProbe,omitempty"`
+	// ReadinessProbe takes the replica out of routing after failureThreshold
+	// failures in a row and back after successThreshold successes.
 	ReadinessProbe *Probe `yaml:"readinessProbe,omitempty" json:"readinessProbe,omitempty"`
 }
 
@@ -259,9 +275,12 @@ type Probes struct {
 // successThreshold 1, failureThreshold 3. Exactly one handler is set.
 // Kubernetes' rule: liveness and startup successThreshold must be 1.
 type Probe struct {
-	HTTPGet   *HTTPGetAction   `yaml:"httpGet,omitempty" json:"httpGet,omitempty"`
+	// HTTPGet probes with an HTTP GET; 200-399 passes.
+	HTTPGet *HTTPGetAction `yaml:"httpGet,omitempty" json:"httpGet,omitempty"`
+	// TCPSocket probes by opening a TCP connection.
 	TCPSocket *TCPSocketAction `yaml:"tcpSocket,omitempty" json:"tcpSocket,omitempty"`
-	Exec      *ExecAction      `yaml:"exec,omitempty" json:"exec,omitempty"`
+	// Exec probes by running a command; exit status 0 passes.
+	Exec *ExecAction `yaml:"exec,omitempty" json:"exec,omitempty"`
 	// InitialDelaySeconds in s; default 0.
 	InitialDelaySeconds int32 `yaml:"initialDelaySeconds,omitempty" json:"initialDelaySeconds,omitempty"`
 	// PeriodSeconds in s; default 10, minimum 1.
@@ -279,27 +298,34 @@ type Probe struct {
 
 // HTTPGetAction probes GET http://127.0.0.1:<replica port><Path>; 200-399 passes.
 type HTTPGetAction struct {
+	// Path is the request path, starting with /; required.
 	Path string `yaml:"path" json:"path"`
 	// Port is ignored locally (the replica's own port is used); kept for
 	// manifest compatibility. Number or name.
-	Port        any          `yaml:"port,omitempty" json:"port,omitempty"`
-	Scheme      string       `yaml:"scheme,omitempty" json:"scheme,omitempty"`
+	Port any `yaml:"port,omitempty" json:"port,omitempty"`
+	// Scheme is HTTP (default) or HTTPS.
+	Scheme string `yaml:"scheme,omitempty" json:"scheme,omitempty"`
+	// HTTPHeaders are sent with each probe request.
 	HTTPHeaders []HTTPHeader `yaml:"httpHeaders,omitempty" json:"httpHeaders,omitempty"`
 }
 
 // HTTPHeader is one probe request header.
 type HTTPHeader struct {
-	Name  string `yaml:"name" json:"name"`
+	// Name is the header name; required.
+	Name string `yaml:"name" json:"name"`
+	// Value is the header value; required.
 	Value string `yaml:"value" json:"value"`
 }
 
 // TCPSocketAction passes when a TCP connection to the replica's port opens.
 type TCPSocketAction struct {
+	// Port is ignored locally (the replica's own port is used); number or name.
 	Port any `yaml:"port,omitempty" json:"port,omitempty"`
 }
 
 // ExecAction runs Command; exit status 0 passes.
 type ExecAction struct {
+	// Command is argv, run without a shell; required.
 	Command []string `yaml:"command" json:"command"`
 }
 
@@ -355,6 +381,7 @@ type Target struct {
 
 // TargetsFile is a vegeta targets file.
 type TargetsFile struct {
+	// Path is relative to the scenario file; required.
 	Path string `yaml:"path" json:"path"`
 	// Format is http (default) or json.
 	Format string `yaml:"format,omitempty" json:"format,omitempty"`
@@ -362,14 +389,18 @@ type TargetsFile struct {
 
 // Ramp is a linear rate ramp.
 type Ramp struct {
+	// From is the rate at the stream's start; required (may be 0/s).
 	From Rate `yaml:"from" json:"from"`
-	To   Rate `yaml:"to" json:"to"`
+	// To is the rate at the stream's end; required.
+	To Rate `yaml:"to" json:"to"`
 }
 
 // Step is one constant-rate step of a stream.
 type Step struct {
-	Rate Rate     `yaml:"rate" json:"rate"`
-	For  Duration `yaml:"for" json:"for"`
+	// Rate is the step's constant rate; required, above 0.
+	Rate Rate `yaml:"rate" json:"rate"`
+	// For is how long the step lasts; required, above 0.
+	For Duration `yaml:"for" json:"for"`
 }
 
 // RetryPolicy names a client retry behaviour.
@@ -388,6 +419,7 @@ const (
 
 // Retry is the client's retry behaviour.
 type Retry struct {
+	// Policy is none, fixed or retry-after; required.
 	Policy RetryPolicy `yaml:"policy" json:"policy"`
 	// Interval between attempts for fixed; fallback for retry-after; default 50ms.
 	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
@@ -456,8 +488,9 @@ type Fault struct {
 	RateKBps *int64 `yaml:"rateKBps,omitempty" json:"rateKBps,omitempty"`
 	// Delay (slow_close: ms; slicer: µs).
 	Delay *Duration `yaml:"delay,omitempty" json:"delay,omitempty"`
-	// AverageSize and SizeVariation (slicer) in bytes.
-	AverageSize   *ByteSize `yaml:"averageSize,omitempty" json:"averageSize,omitempty"`
+	// AverageSize (slicer) is the average chunk size in bytes.
+	AverageSize *ByteSize `yaml:"averageSize,omitempty" json:"averageSize,omitempty"`
+	// SizeVariation (slicer) in bytes; must be below AverageSize.
 	SizeVariation *ByteSize `yaml:"sizeVariation,omitempty" json:"sizeVariation,omitempty"`
 	// Bytes (limit_data) per connection per direction.
 	Bytes *ByteSize `yaml:"bytes,omitempty" json:"bytes,omitempty"`
@@ -479,42 +512,60 @@ type Observers struct {
 
 // PodObserver watches pods matching Selector in Namespace.
 type PodObserver struct {
-	Name      string `yaml:"name" json:"name"`
-	Selector  string `yaml:"selector" json:"selector"`
+	// Name is unique among observers; it names the recorded events.
+	Name string `yaml:"name" json:"name"`
+	// Selector is a label selector, e.g. app=order-gateway; required.
+	Selector string `yaml:"selector" json:"selector"`
+	// Namespace default: the run's namespace; must be allowed.
 	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
 }
 
 // EndpointSliceObserver watches the EndpointSlices labelled
 // kubernetes.io/service-name=<Service>.
 type EndpointSliceObserver struct {
-	Name      string `yaml:"name" json:"name"`
-	Service   string `yaml:"service" json:"service"`
+	// Name is unique among observers; it names the recorded events.
+	Name string `yaml:"name" json:"name"`
+	// Service is the Kubernetes Service name; required.
+	Service string `yaml:"service" json:"service"`
+	// Namespace default: the run's namespace; must be allowed.
 	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
 }
 
 // ProbeObserver polls URL every Interval (default 1s) with Timeout (default 1s).
 type ProbeObserver struct {
-	Name     string   `yaml:"name" json:"name"`
-	URL      string   `yaml:"url" json:"url"`
+	// Name is unique among observers; it names the recorded events.
+	Name string `yaml:"name" json:"name"`
+	// URL is polled with GET; 200-399 passes; may use ${...}; required.
+	URL string `yaml:"url" json:"url"`
+	// Interval between polls; default 1s.
 	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
-	Timeout  Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Timeout per poll; default 1s.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 }
 
 // MetricsObserver scrapes URL every Interval (default 1s) and records the
 // named metric families (all when empty) as metric events.
 type MetricsObserver struct {
-	Name     string   `yaml:"name" json:"name"`
-	URL      string   `yaml:"url" json:"url"`
+	// Name is unique among observers; it names the recorded events.
+	Name string `yaml:"name" json:"name"`
+	// URL of a Prometheus text /metrics endpoint; may use ${...}; required.
+	URL string `yaml:"url" json:"url"`
+	// Interval between scrapes; default 1s.
 	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
-	Metrics  []string `yaml:"metrics,omitempty" json:"metrics,omitempty"`
+	// Metrics are the families to record; default all.
+	Metrics []string `yaml:"metrics,omitempty" json:"metrics,omitempty"`
 }
 
 // PromQLObserver runs Query against the Prometheus at URL every Interval
 // (default 5s) and records each series as metric events named Name.
 type PromQLObserver struct {
-	Name     string   `yaml:"name" json:"name"`
-	URL      string   `yaml:"url" json:"url"`
-	Query    string   `yaml:"query" json:"query"`
+	// Name is unique among observers; it names the recorded metric events.
+	Name string `yaml:"name" json:"name"`
+	// URL is the Prometheus server's base URL; required.
+	URL string `yaml:"url" json:"url"`
+	// Query is a PromQL instant query; required.
+	Query string `yaml:"query" json:"query"`
+	// Interval between queries; default 5s.
 	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
 }
 
@@ -532,11 +583,16 @@ const (
 // StopCondition fires when Stream's error rate stays above ErrorRateAbove
 // (0..1) for For.
 type StopCondition struct {
-	Name           string     `yaml:"name" json:"name"`
-	Stream         string     `yaml:"stream" json:"stream"`
-	ErrorRateAbove float64    `yaml:"errorRateAbove" json:"errorRateAbove"`
-	For            Duration   `yaml:"for" json:"for"`
-	Action         StopAction `yaml:"action,omitempty" json:"action,omitempty"` // default end-faults
+	// Name is unique; it names the condition in events and reports.
+	Name string `yaml:"name" json:"name"`
+	// Stream names the stream whose error rate is watched; required.
+	Stream string `yaml:"stream" json:"stream"`
+	// ErrorRateAbove is the error-rate threshold, above 0 and at most 1; required.
+	ErrorRateAbove float64 `yaml:"errorRateAbove" json:"errorRateAbove"`
+	// For is how long the rate must stay above the threshold; required.
+	For Duration `yaml:"for" json:"for"`
+	// Action is warn, end-faults (default), stop-load or abort.
+	Action StopAction `yaml:"action,omitempty" json:"action,omitempty"`
 }
 
 // AssertionType names an assertion kind (DESIGN section 5).
@@ -569,8 +625,11 @@ type Assertion struct {
 	// Source names a spec clause this assertion proves (e.g. INV-BH-02).
 	Source string `yaml:"source,omitempty" json:"source,omitempty"`
 
+	// Service names a service (restarts, endpoint-removal, flaps, ready).
 	Service string `yaml:"service,omitempty" json:"service,omitempty"`
-	Stream  string `yaml:"stream,omitempty" json:"stream,omitempty"`
+	// Stream names a stream (latency, error-rate, throughput, shed,
+	// isolation, and recovery on a stream).
+	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
 
 	// Max is a count bound (restarts, flaps).
 	Max *int `yaml:"max,omitempty" json:"max,omitempty"`

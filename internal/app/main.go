@@ -1,0 +1,86 @@
+// Package app is drill's command line: it turns flags and arguments into
+// calls of the internal packages, prints each error once and maps errors to
+// the documented exit codes (internal/exitcode). cmd/drill only calls
+// [Main]; tests call [Execute] or [Run].
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// version is set at build time with
+// -ldflags "-X github.com/drillhq/drill/internal/app.version=...".
+var version = "dev"
+
+// Main runs drill with the process's arguments, streams and signals and
+// exits with the code of the outcome. The first SIGINT or SIGTERM cancels
+// the run's context (faults are reverted and reports flushed by whoever
+// holds it); a second one exits at once with code 3.
+func Main() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "drill: %s: stopping (press Ctrl-C again to exit at once)\n", s)
+		cancel(fmt.Errorf("interrupted by %s", s))
+		s = <-sigs
+		fmt.Fprintf(os.Stderr, "drill: %s again: exiting now; faults may remain active, run drill cleanup\n", s)
+		os.Exit(exitcode.CouldNotRun)
+	}()
+	code := Execute(ctx, os.Stdout, os.Stderr, os.Args[1:], os.Getenv)
+	signal.Stop(sigs)
+	cancel(nil)
+	os.Exit(code)
+}
+
+// Execute runs drill with args, prints any error once to stderr and returns
+// the exit code. getenv reads the environment (os.Getenv in production).
+func Execute(ctx context.Context, stdout, stderr io.Writer, args []string, getenv func(string) string) int {
+	g := &Globals{Stdout: stdout, Stderr: stderr, Version: version, Getenv: getenv}
+	err := Run(ctx, g, args)
+	if err != nil {
+		printError(stderr, err)
+	}
+	return exitcode.Code(err)
+}
+
+// printError writes err once: located scenario errors as they are (one
+// "file:line:col: path: message" per line, as editors expect), anything
+// else prefixed with "drill: ".
+func printError(w io.Writer, err error) {
+	msg := err.Error()
+	if scenario.AsErrors(err) != nil {
+		fmt.Fprintln(w, msg)
+		return
+	}
+	var u *usageError
+	if errors.As(err, &u) {
+		fmt.Fprintf(w, "drill: %s\nRun '%s --help' for usage.\n", msg, u.command)
+		return
+	}
+	if !strings.HasPrefix(msg, "drill ") && !strings.HasPrefix(msg, "drill: ") {
+		msg = "drill: " + msg
+	}
+	fmt.Fprintln(w, msg)
+}
+
+// usageError is a command-line mistake (exit 2).
+type usageError struct {
+	command string
+	err     error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+func (e *usageError) ExitCode() int { return exitcode.BadInput }

@@ -1,0 +1,164 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// Globals is the process boundary and the global flags, handed to every
+// command constructor. Commands write program output to Stdout, messages
+// and logs to Stderr (through Logger), and never call os.Exit.
+type Globals struct {
+	// Stdout receives program output (reports, plans, schemas).
+	Stdout io.Writer
+	// Stderr receives logs and errors.
+	Stderr io.Writer
+	// Logger writes to Stderr in LogFormat at the level set by Verbosity.
+	// Set before any command runs.
+	Logger *slog.Logger
+	// Kubeconfig is --kubeconfig; empty means $KUBECONFIG (a path list),
+	// else ~/.kube/config, as kubectl does.
+	Kubeconfig string
+	// Context is --context, the kubeconfig context; empty means the
+	// current one. A scenario's allowedContexts must list it.
+	Context string
+	// Namespace is -n/--namespace; empty means the scenario's namespace.
+	Namespace string
+	// Out is --out, the directory reports are written under.
+	Out string
+	// LogFormat is --log-format: text or json.
+	LogFormat string
+	// Verbosity is the count of -v: 0 warnings, 1 info, 2 or more debug.
+	Verbosity int
+	// Version is drill's version (set at build time).
+	Version string
+	// Getenv reads the environment (os.Getenv in production).
+	Getenv func(string) string
+}
+
+// commands lists drill's subcommands in help order. To add one, write
+// internal/app/<cmd>.go with func new<Cmd>Command(g *Globals) *cobra.Command
+// and add one line here.
+func commands() []func(*Globals) *cobra.Command {
+	return []func(*Globals) *cobra.Command{
+		newRunCommand,
+		newValidateCommand,
+		newPlanCommand,
+		newSchemaCommand,
+		newServeCommand,
+		newVersionCommand,
+	}
+}
+
+// Run parses args, runs the chosen command and returns its error (nil on
+// success). Usage mistakes come back with exit code 2. It never exits the
+// process and prints nothing but what the command prints.
+func Run(ctx context.Context, g *Globals, args []string) error {
+	if g.Getenv == nil {
+		g.Getenv = func(string) string { return "" }
+	}
+	if g.Logger == nil {
+		g.Logger = slog.New(slog.DiscardHandler)
+	}
+	started := false
+	root := newRootCommand(g, &started)
+	root.SetArgs(args)
+	root.SetOut(g.Stdout)
+	root.SetErr(g.Stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !started && exitcode.Code(err) == exitcode.CouldNotRun {
+		// cobra failed before any command ran: unknown command or flag,
+		// wrong number of arguments.
+		name := "drill"
+		if cmd != nil {
+			name = cmd.CommandPath()
+		}
+		return &usageError{command: name, err: err}
+	}
+	return err
+}
+
+func newRootCommand(g *Globals, started *bool) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "drill",
+		Short: "Chaos drills and load tests with a CI-trustworthy verdict",
+		Long: `drill runs a chaos drill described in a YAML scenario: it starts what the
+scenario needs, drives open-model load at exact rates, injects faults through
+Toxiproxy on a timeline, watches the system, removes every fault it injected,
+and judges the scenario's assertions.
+
+Exit codes: 0 passed, 1 an assertion failed, 2 bad input or usage (nothing
+touched), 3 could not run, 4 invalid measurement, 5 cleanup unverified.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			logger, err := newLogger(g.Stderr, g.LogFormat, g.Verbosity)
+			if err != nil {
+				return &usageError{command: cmd.CommandPath(), err: err}
+			}
+			g.Logger = logger
+			*started = true
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{command: c.CommandPath(), err: err}
+	})
+	f := root.PersistentFlags()
+	f.StringVar(&g.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
+	f.StringVar(&g.Context, "context", "", "kubeconfig context to use (must be in the scenario's allowedContexts)")
+	f.StringVarP(&g.Namespace, "namespace", "n", "", "namespace to use (must be in the scenario's allowedNamespaces)")
+	f.StringVar(&g.Out, "out", "reports", "directory to write reports under")
+	f.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	f.CountVarP(&g.Verbosity, "verbose", "v", "more log output (-v info, -vv debug)")
+	for _, newCmd := range commands() {
+		root.AddCommand(newCmd(g))
+	}
+	return root
+}
+
+// newLogger builds the stderr logger for --log-format and -v.
+func newLogger(w io.Writer, format string, verbosity int) (*slog.Logger, error) {
+	level := slog.LevelWarn
+	switch {
+	case verbosity == 1:
+		level = slog.LevelInfo
+	case verbosity >= 2:
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("invalid --log-format %q; known: json, text", format)
+}
+
+// loadScenario reads, defaults and validates a scenario; bad input comes
+// back with exit code 2 and the located errors.
+func loadScenario(path string) (*scenario.Scenario, error) {
+	s, err := scenario.Load(path)
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.BadInput, err)
+	}
+	return s, nil
+}
+
+// exactArgs is cobra.ExactArgs naming the argument.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("%s takes %d argument (%s), got %d", cmd.CommandPath(), n, what, len(args))
+		}
+		return nil
+	}
+}

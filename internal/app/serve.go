@@ -1,0 +1,228 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/refsvc"
+	"github.com/drillhq/drill/internal/refsvc/ordergateway"
+	"github.com/drillhq/drill/internal/refsvc/paymentcore"
+)
+
+// newServeCommand is `drill serve order-gateway|payment-core`: it runs one
+// of the reference services in the foreground until SIGTERM or SIGINT.
+func newServeCommand(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve SERVICE",
+		Short: "Run a reference service (order-gateway or payment-core) as one replica",
+		Long: `serve runs one of drill's reference services in the foreground: the systems
+under test of drill's own drills, each with a correct build (implements the
+spec) and a naive build (reproduces the incident).
+
+  order-gateway  HEALTH-ORD-001 / ADR 0077 (naive: INC-3119)
+  payment-core   BULKHEAD-PAY-001 (naive: INC-4491)
+
+The environment supplies defaults, as the local runtime and scenarios set
+them: PORT (listen on 127.0.0.1:$PORT), DATABASE_URL and, for payment-core,
+TAX_API_URL. Flags win over the environment. Logs go to stderr (info level;
+-vv for debug). SIGTERM drains: readiness fails, in-flight requests get
+--shutdown-grace to finish.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("%s needs a service: order-gateway or payment-core", cmd.CommandPath())
+			}
+			return fmt.Errorf("unknown service %q; available: order-gateway, payment-core", args[0])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return nil },
+	}
+	cmd.AddCommand(newServeOrderGatewayCommand(g), newServePaymentCoreCommand(g))
+	return cmd
+}
+
+// serveCommon are the flags every reference service takes.
+type serveCommon struct {
+	build         string
+	listen        string
+	databaseURL   string
+	shutdownGrace time.Duration
+	watchdogEvery time.Duration
+	watchdogStall time.Duration
+	readyTimeout  time.Duration
+	dbTimeout     time.Duration
+	debug         bool
+}
+
+func (c *serveCommon) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&c.build, "build", "correct", "which build to run: correct (the spec) or naive (the incident)")
+	fs.StringVar(&c.listen, "listen", "", "address to listen on (default 127.0.0.1:$PORT, else 127.0.0.1:8080)")
+	fs.StringVar(&c.databaseURL, "database-url", "", "PostgreSQL DSN (default $DATABASE_URL)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", refsvc.DefaultShutdownGrace, "after SIGTERM, how long in-flight requests may finish")
+	fs.DurationVar(&c.watchdogEvery, "watchdog-interval", 100*time.Millisecond, "liveness watchdog kick period")
+	fs.DurationVar(&c.watchdogStall, "watchdog-stall", 5*time.Second, "liveness fails when the watchdog has not kicked for this long")
+	fs.DurationVar(&c.readyTimeout, "ready-timeout", 250*time.Millisecond, "timeout of the readiness SELECT 1 on its own connection")
+	fs.DurationVar(&c.dbTimeout, "db-timeout", time.Second, "deadline of each request's database work")
+	fs.BoolVar(&c.debug, "debug-endpoints", false, "enable POST /debug/watchdog/stop (stops the watchdog: liveness fails)")
+}
+
+// resolve applies the environment defaults and parses the build.
+func (c *serveCommon) resolve(cmd *cobra.Command, g *Globals) (refsvc.Build, error) {
+	if !cmd.Flags().Changed("database-url") {
+		c.databaseURL = g.Getenv("DATABASE_URL")
+	}
+	if c.listen == "" {
+		port := g.Getenv("PORT")
+		if port == "" {
+			port = "8080"
+		}
+		c.listen = net.JoinHostPort("127.0.0.1", port)
+	}
+	b, err := refsvc.ParseBuild(c.build)
+	if err != nil {
+		return "", exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: --build: %w", cmd.CommandPath(), err))
+	}
+	return b, nil
+}
+
+// serveLogger is the service's stderr logger: info level by default (a
+// replica's log is its evidence), debug with -vv.
+func serveLogger(g *Globals, name string, build refsvc.Build) (*slog.Logger, error) {
+	logger, err := newLogger(g.Stderr, g.LogFormat, max(1, g.Verbosity))
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.BadInput, err)
+	}
+	return logger.With("service", name, "build", string(build), "pid", os.Getpid()), nil
+}
+
+// runService listens and serves svc until ctx is done.
+func runService(ctx context.Context, logger *slog.Logger, listen string, svc refsvc.Service, grace time.Duration) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", listen, err)
+	}
+	if err := refsvc.Serve(ctx, logger, ln, svc, grace); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+func newServeOrderGatewayCommand(g *Globals) *cobra.Command {
+	var (
+		c   serveCommon
+		cfg ordergateway.Config
+		pr  string
+	)
+	cmd := &cobra.Command{
+		Use:   ordergateway.Name,
+		Short: "Run order-gateway (HEALTH-ORD-001, ADR 0077; naive: INC-3119)",
+		Long: `order-gateway: POST /orders {"id": "o-1", ...} writes the order to PostgreSQL.
+
+correct: /healthz/startup (503 until the pool is open and readiness passed
+once), /healthz/live (in-process watchdog, no I/O), /healthz/ready (SELECT 1
+on its own connection within --ready-timeout, plus work-queue pressure per
+--ready-pressure). naive: one deep /health (also every /healthz/* path)
+querying through the request pool with no timeout of its own. Both: /metrics.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			build, err := c.resolve(cmd, g)
+			if err != nil {
+				return err
+			}
+			cfg.Build = build
+			cfg.DatabaseURL = c.databaseURL
+			cfg.DBTimeout = c.dbTimeout
+			cfg.ReadyTimeout = c.readyTimeout
+			cfg.WatchdogInterval = c.watchdogEvery
+			cfg.WatchdogStall = c.watchdogStall
+			cfg.DebugEndpoints = c.debug
+			cfg.Pressure = ordergateway.PressureMode(pr)
+			logger, err := serveLogger(g, ordergateway.Name, build)
+			if err != nil {
+				return err
+			}
+			svc, err := ordergateway.New(cfg, logger)
+			if err != nil {
+				return exitcode.Wrap(exitcode.BadInput, err)
+			}
+			return runService(cmd.Context(), logger, c.listen, svc, c.shutdownGrace)
+		},
+	}
+	fs := cmd.Flags()
+	c.bind(fs)
+	fs.Int32Var(&cfg.PoolSize, "pool-size", ordergateway.DefaultPoolSize, "request pool size (connections)")
+	fs.IntVar(&cfg.MaxInFlight, "max-inflight", ordergateway.DefaultMaxInFlight, "concurrent orders before 503 ERR_ORDER_OVERLOADED")
+	fs.StringVar(&pr, "ready-pressure", string(ordergateway.PressureStalled),
+		"work-queue pressure in readiness: stalled (>= threshold and no order written in --pressure-window), strict (>= threshold), off")
+	fs.Float64Var(&cfg.PressureThreshold, "pressure-threshold", ordergateway.DefaultPressureThreshold, "in-flight fraction of --max-inflight counted as pressure")
+	fs.DurationVar(&cfg.PressureWindow, "pressure-window", ordergateway.DefaultPressureWindow, "stalled mode: time without a written order that makes pressure a stall")
+	fs.DurationVar(&cfg.Warmup, "warmup", 0, "extra start-up time before the first readiness pass (startup probe drills)")
+	return cmd
+}
+
+func newServePaymentCoreCommand(g *Globals) *cobra.Command {
+	var (
+		c   serveCommon
+		cfg paymentcore.Config
+	)
+	cmd := &cobra.Command{
+		Use:   paymentcore.Name,
+		Short: "Run payment-core (BULKHEAD-PAY-001; naive: INC-4491)",
+		Long: `payment-core: POST /auth {"card","amount_cents"}, POST /fraud {"card","amount_cents"},
+POST /tax {"jurisdiction","amount_cents"}, each lane behind its own bulkhead and pool
+(correct) or one shared pool (naive). The tax lane POSTs to --tax-api-url and falls
+back to a certified cached rate table. /metrics has per-lane bulkhead metrics;
+health endpoints as order-gateway's correct build (no tax API in readiness).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			build, err := c.resolve(cmd, g)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("tax-api-url") {
+				cfg.TaxAPIURL = g.Getenv("TAX_API_URL")
+			}
+			cfg.Build = build
+			cfg.DatabaseURL = c.databaseURL
+			cfg.DBTimeout = c.dbTimeout
+			cfg.ReadyTimeout = c.readyTimeout
+			cfg.WatchdogInterval = c.watchdogEvery
+			cfg.WatchdogStall = c.watchdogStall
+			cfg.DebugEndpoints = c.debug
+			logger, err := serveLogger(g, paymentcore.Name, build)
+			if err != nil {
+				return err
+			}
+			svc, err := paymentcore.New(cfg, logger)
+			if err != nil {
+				return exitcode.Wrap(exitcode.BadInput, err)
+			}
+			return runService(cmd.Context(), logger, c.listen, svc, c.shutdownGrace)
+		},
+	}
+	fs := cmd.Flags()
+	c.bind(fs)
+	fs.StringVar(&cfg.TaxAPIURL, "tax-api-url", "", "URL the tax lane POSTs to (default $TAX_API_URL; empty: cached table only)")
+	fs.DurationVar(&cfg.TaxTimeout, "tax-timeout", paymentcore.DefaultTaxTimeout, "tax API call timeout (MC-ST-01 socket timeout)")
+	fs.DurationVar(&cfg.RetryAfter, "retry-after", paymentcore.DefaultRetryAfter, "Retry-After of every rejection")
+	fs.DurationVar(&cfg.RecoveryHold, "recovery-hold", paymentcore.DefaultRecoveryHold, "MC-ST-01: time below 60 % before RECOVERING turns NORMAL")
+	fs.IntVar(&cfg.MaxRetries, "max-retries", paymentcore.DefaultMaxRetries, "highest X-Retry-Attempt accepted before 429 ERR_RETRY_STORM_BLOCKED")
+	laneFlags(fs, "auth", &cfg.Auth, paymentcore.DefaultAuthLane, "card_auth")
+	laneFlags(fs, "fraud", &cfg.Fraud, paymentcore.DefaultFraudLane, "fraud_eval")
+	laneFlags(fs, "tax", &cfg.Tax, paymentcore.DefaultTaxLane, "tax_calc")
+	laneFlags(fs, "shared", &cfg.Shared, paymentcore.DefaultSharedLane, "the naive build's shared")
+	return cmd
+}
+
+func laneFlags(fs *pflag.FlagSet, prefix string, lc *paymentcore.LaneConfig, def paymentcore.LaneConfig, what string) {
+	fs.IntVar(&lc.Workers, prefix+"-workers", def.Workers, what+" lane: concurrent workers")
+	fs.IntVar(&lc.Queue, prefix+"-queue", def.Queue, what+" lane: FIFO queue capacity (0: reject at once)")
+	fs.DurationVar(&lc.QueueTimeout, prefix+"-queue-timeout", def.QueueTimeout, what+" lane: longest wait in the queue")
+	fs.Int32Var(&lc.Pool, prefix+"-pool", def.Pool, what+" lane: database connections")
+}

@@ -1,0 +1,148 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// Build turns a scenario into its plan. The scenario must have had
+// [scenario.Scenario.SetDefaults] applied and should have passed
+// [scenario.Scenario.Validate] ([scenario.Load] does both).
+//
+// Windows are those of [scenario.Scenario.Spans]: run = [warmup, duration),
+// baseline = [warmup, first fault on) (absent without faults),
+// fault:<name> = [at, at+for), recovery:<name> = [at+for,
+// min(at+for+timeline.recovery, duration)), then the user's windows.
+// Actions are sorted by time; at equal times offs and stops come before
+// starts and ons, and run-end comes last. Each assertion becomes a
+// judgement of its window. Build fails when an assertion names a window
+// that does not exist.
+func Build(s *scenario.Scenario) (*Plan, error) {
+	if s == nil {
+		return nil, fmt.Errorf("build plan: no scenario")
+	}
+	p := &Plan{
+		Scenario: s.Metadata.Name,
+		Duration: s.Timeline.Duration.D(),
+		Warmup:   s.Timeline.Warmup.D(),
+	}
+	for _, st := range s.Streams {
+		start := st.Start.D()
+		p.Actions = append(p.Actions,
+			Action{At: start, Kind: StreamStart, Target: st.Name, Detail: describeStream(st)},
+			Action{At: start + st.Duration.D(), Kind: StreamStop, Target: st.Name})
+	}
+	for _, f := range s.Faults {
+		p.Actions = append(p.Actions,
+			Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: describeFault(f)},
+			Action{At: f.At.D() + f.For.D(), Kind: FaultOff, Target: f.Name})
+	}
+	p.Actions = append(p.Actions, Action{At: p.Duration, Kind: RunEnd, Target: s.Metadata.Name})
+	sort.SliceStable(p.Actions, func(i, j int) bool {
+		a, b := p.Actions[i], p.Actions[j]
+		if a.At != b.At {
+			return a.At < b.At
+		}
+		return actionOrder[a.Kind] < actionOrder[b.Kind]
+	})
+	for _, sp := range s.Spans() {
+		p.Windows = append(p.Windows, Window{Name: sp.Name, Start: sp.From, End: sp.To, Fault: sp.Fault})
+	}
+	for _, a := range s.Assertions {
+		if _, ok := p.Window(a.Window); !ok {
+			return nil, fmt.Errorf("build plan: assertion %q judges window %q, which does not exist", a.Name, a.Window)
+		}
+		p.Judgements = append(p.Judgements, Judgement{Assertion: a.Name, Type: string(a.Type), Window: a.Window})
+	}
+	return p, nil
+}
+
+// actionOrder orders actions at the same instant.
+var actionOrder = map[ActionKind]int{FaultOff: 0, StreamStop: 1, StreamStart: 2, FaultOn: 3, RunEnd: 4}
+
+// describeStream summarises targets and load shape, e.g.
+// "POST http://.../orders at 2800/s".
+func describeStream(st scenario.Stream) string {
+	var target string
+	switch {
+	case len(st.Targets) == 1:
+		target = st.Targets[0].Method + " " + st.Targets[0].URL
+	case len(st.Targets) > 1:
+		target = fmt.Sprintf("%d targets round-robin (%s %s, ...)", len(st.Targets), st.Targets[0].Method, st.Targets[0].URL)
+	case st.TargetsFile != nil:
+		target = "targets from " + st.TargetsFile.Path
+	}
+	var shape string
+	switch {
+	case st.Rate != nil:
+		shape = "at " + st.Rate.String()
+	case st.Ramp != nil:
+		shape = fmt.Sprintf("ramp %s -> %s over %s", st.Ramp.From, st.Ramp.To, st.Duration.D())
+	case len(st.Steps) > 0:
+		parts := make([]string, len(st.Steps))
+		for i, s := range st.Steps {
+			parts[i] = fmt.Sprintf("%s for %s", s.Rate, s.For.D())
+		}
+		shape = "steps " + strings.Join(parts, ", then ")
+	}
+	out := strings.TrimSpace(target + " " + shape)
+	if st.Timeout.D() > 0 {
+		out += fmt.Sprintf(", timeout %s", st.Timeout.D())
+	}
+	if st.Retry != nil && st.Retry.Policy != scenario.RetryNone {
+		out += fmt.Sprintf(", retry %s x%d", st.Retry.Policy, st.Retry.MaxAttempts)
+	}
+	return out
+}
+
+// describeFault summarises a fault, e.g.
+// "latency latency=8s stream=downstream on proxy tax-api".
+func describeFault(f scenario.Fault) string {
+	parts := []string{string(f.Type)}
+	dur := func(name string, d *scenario.Duration) {
+		if d != nil {
+			parts = append(parts, fmt.Sprintf("%s=%s", name, d.D()))
+		}
+	}
+	dur("latency", f.Latency)
+	dur("jitter", f.Jitter)
+	dur("timeout", f.Timeout)
+	dur("delay", f.Delay)
+	if f.RateKBps != nil {
+		parts = append(parts, fmt.Sprintf("rate=%dKB/s", *f.RateKBps))
+	}
+	for _, b := range []struct {
+		name string
+		v    *scenario.ByteSize
+	}{{"averageSize", f.AverageSize}, {"sizeVariation", f.SizeVariation}, {"bytes", f.Bytes}} {
+		if b.v != nil {
+			parts = append(parts, fmt.Sprintf("%s=%dB", b.name, int64(*b.v)))
+		}
+	}
+	if f.Stream != "" {
+		parts = append(parts, "stream="+f.Stream)
+	}
+	if f.Toxicity != nil && *f.Toxicity != 1 {
+		parts = append(parts, fmt.Sprintf("toxicity=%g", *f.Toxicity))
+	}
+	if f.Proxy != "" {
+		parts = append(parts, "on proxy "+f.Proxy)
+	}
+	if f.Dependency != "" {
+		parts = append(parts, "on dependency "+f.Dependency)
+	}
+	return strings.Join(parts, " ") + fmt.Sprintf(" for %s", f.For.D())
+}
+
+// FormatOffset renders an offset from t=0 as "t+20.000s" (ms resolution).
+func FormatOffset(d time.Duration) string {
+	sign := "+"
+	if d < 0 {
+		sign, d = "-", -d
+	}
+	return fmt.Sprintf("t%s%d.%03ds", sign, d/time.Second, (d%time.Second)/time.Millisecond)
+}

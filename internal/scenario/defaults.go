@@ -1,0 +1,244 @@
+package scenario
+
+import (
+	"strings"
+	"time"
+)
+
+// Defaults applied by [Scenario.SetDefaults]; each field's doc comment in
+// types.go names its default too.
+const (
+	DefaultRecovery         = 10 * time.Second      // Timeline.Recovery
+	DefaultReadyTimeout     = 120 * time.Second     // Timeline.ReadyTimeout
+	DefaultPostgresDatabase = "drill"               // PostgresDep.Database
+	DefaultPostgresUser     = "drill"               // PostgresDep.User
+	DefaultPostgresImage    = "postgres:16-alpine"  // PostgresDep.Image
+	DefaultMaxConnections   = 300                   // PostgresDep.MaxConnections
+	DefaultStubStatus       = 200                   // HTTPStubDep.Status
+	DefaultStubBody         = "{}"                  // HTTPStubDep.Body
+	DefaultStubContentType  = "application/json"    // HTTPStubDep.ContentType
+	DefaultListen           = "127.0.0.1:0"         // Proxy.Listen, Service.Listen
+	DefaultBuild            = "correct"             // Service.Build
+	DefaultGracePeriod      = int64(30)             // Service.TerminationGracePeriodSeconds, s
+	DefaultProbePeriod      = int32(10)             // Probe.PeriodSeconds, s
+	DefaultProbeTimeout     = int32(1)              // Probe.TimeoutSeconds, s
+	DefaultProbeSuccess     = int32(1)              // Probe.SuccessThreshold
+	DefaultProbeFailure     = int32(3)              // Probe.FailureThreshold
+	DefaultRequestTimeout   = 5 * time.Second       // Stream.Timeout
+	DefaultMethod           = "GET"                 // Target.Method
+	DefaultTargetsFormat    = "http"                // TargetsFile.Format
+	DefaultRetryInterval    = 50 * time.Millisecond // Retry.Interval
+	DefaultRetryMaxAttempts = 3                     // Retry.MaxAttempts
+	DefaultLagLate          = 10 * time.Millisecond // LagBudget.Late
+	DefaultLagFraction      = 0.01                  // LagBudget.Fraction
+	DefaultFaultStream      = "downstream"          // Fault.Stream (toxics)
+	DefaultToxicity         = 1.0                   // Fault.Toxicity (toxics)
+	DefaultObserverInterval = time.Second           // ProbeObserver, MetricsObserver .Interval
+	DefaultObserverTimeout  = time.Second           // ProbeObserver.Timeout
+	DefaultPromQLInterval   = 5 * time.Second       // PromQLObserver.Interval
+	DefaultStopAction       = StopEndFaults         // StopCondition.Action
+	DefaultWindow           = "run"                 // Assertion.Window
+	DefaultPercentile       = Percentile(99)        // Assertion.Percentile (latency, endpoint-removal)
+	DefaultMinRatio         = 0.995                 // Assertion.MinRatio (throughput)
+	DefaultHold             = 2 * time.Second       // Assertion.Hold (recovery)
+	DefaultStatusClass      = "any"                 // Assertion.StatusClass (error-rate)
+	DefaultHTTPScheme       = "HTTP"                // HTTPGetAction.Scheme
+)
+
+// DefaultShedStatus is the default of Assertion.Status for shed assertions.
+var DefaultShedStatus = []int{503, 429}
+
+// DefaultRetryOn is the default of Retry.On (plus transport errors).
+var DefaultRetryOn = []int{429, 502, 503, 504}
+
+// IsToxic reports whether t is a Toxiproxy toxic (as opposed to down or a
+// pause), i.e. whether Stream and Toxicity apply.
+func (t FaultType) IsToxic() bool {
+	switch t {
+	case FaultLatency, FaultTimeout, FaultBandwidth, FaultSlowClose, FaultResetPeer, FaultSlicer, FaultLimitData:
+		return true
+	}
+	return false
+}
+
+// NeedsProxy reports whether a fault of type t acts on a proxy (toxics and
+// down); the others act on a dependency.
+func (t FaultType) NeedsProxy() bool { return t.IsToxic() || t == FaultDown }
+
+// SetDefaults fills every unset field with its documented default. It is
+// idempotent and only fills fields that apply (e.g. Toxicity only for
+// toxics, Percentile only for latency and endpoint-removal assertions), so
+// [Scenario.Validate] can still tell which fields the user wrote.
+func (s *Scenario) SetDefaults() {
+	if s.Environment.Type == "" {
+		s.Environment.Type = EnvLocal
+	}
+	if k := s.Environment.Kubernetes; k != nil && len(k.AllowedNamespaces) == 0 && k.Namespace != "" {
+		k.AllowedNamespaces = []string{k.Namespace}
+	}
+	t := &s.Timeline
+	if t.Recovery.Duration == 0 {
+		t.Recovery.Duration = DefaultRecovery
+	}
+	if t.ReadyTimeout.Duration == 0 {
+		t.ReadyTimeout.Duration = DefaultReadyTimeout
+	}
+	for i := range s.Dependencies {
+		if p := s.Dependencies[i].Postgres; p != nil {
+			setIf(&p.Mode, PostgresAuto)
+			setIf(&p.Database, DefaultPostgresDatabase)
+			setIf(&p.User, DefaultPostgresUser)
+			setIf(&p.Image, DefaultPostgresImage)
+			setIf(&p.MaxConnections, DefaultMaxConnections)
+		}
+		if h := s.Dependencies[i].HTTPStub; h != nil {
+			setIf(&h.Status, DefaultStubStatus)
+			setIf(&h.Body, DefaultStubBody)
+			setIf(&h.ContentType, DefaultStubContentType)
+		}
+	}
+	for i := range s.Proxies {
+		setIf(&s.Proxies[i].Listen, DefaultListen)
+	}
+	for i := range s.Services {
+		svc := &s.Services[i]
+		if svc.Reference != "" {
+			setIf(&svc.Build, DefaultBuild)
+		}
+		if s.Environment.Type == EnvLocal {
+			setIf(&svc.Replicas, 1)
+			setIf(&svc.Listen, DefaultListen)
+		}
+		if svc.TerminationGracePeriodSeconds == nil {
+			g := DefaultGracePeriod
+			svc.TerminationGracePeriodSeconds = &g
+		}
+		for _, p := range []*Probe{svc.Probes.StartupProbe, svc.Probes.LivenessProbe, svc.Probes.ReadinessProbe} {
+			if p == nil {
+				continue
+			}
+			setIf(&p.PeriodSeconds, DefaultProbePeriod)
+			setIf(&p.TimeoutSeconds, DefaultProbeTimeout)
+			setIf(&p.SuccessThreshold, DefaultProbeSuccess)
+			setIf(&p.FailureThreshold, DefaultProbeFailure)
+			if p.HTTPGet != nil {
+				setIf(&p.HTTPGet.Scheme, DefaultHTTPScheme)
+			}
+		}
+	}
+	for i := range s.Streams {
+		st := &s.Streams[i]
+		if st.Duration.Duration == 0 {
+			if len(st.Steps) > 0 {
+				for _, step := range st.Steps {
+					st.Duration.Duration += step.For.Duration
+				}
+			} else if t.Duration.Duration > st.Start.Duration {
+				st.Duration.Duration = t.Duration.Duration - st.Start.Duration
+			}
+		}
+		if st.Timeout.Duration == 0 {
+			st.Timeout.Duration = DefaultRequestTimeout
+		}
+		if st.KeepAlive == nil {
+			ka := true
+			st.KeepAlive = &ka
+		}
+		for j := range st.Targets {
+			setIf(&st.Targets[j].Method, DefaultMethod)
+		}
+		if st.TargetsFile != nil {
+			setIf(&st.TargetsFile.Format, DefaultTargetsFormat)
+		}
+		if r := st.Retry; r != nil && r.Policy != RetryNone {
+			if r.Interval.Duration == 0 {
+				r.Interval.Duration = DefaultRetryInterval
+			}
+			setIf(&r.MaxAttempts, DefaultRetryMaxAttempts)
+			if len(r.On) == 0 {
+				r.On = append([]int(nil), DefaultRetryOn...)
+			}
+		}
+		if st.LagBudget == nil {
+			st.LagBudget = &LagBudget{}
+		}
+		if st.LagBudget.Late.Duration == 0 {
+			st.LagBudget.Late.Duration = DefaultLagLate
+		}
+		setIf(&st.LagBudget.Fraction, DefaultLagFraction)
+	}
+	for i := range s.Faults {
+		f := &s.Faults[i]
+		if f.Type.IsToxic() {
+			setIf(&f.Stream, DefaultFaultStream)
+			if f.Toxicity == nil {
+				x := DefaultToxicity
+				f.Toxicity = &x
+			}
+		}
+		if (f.Type == FaultTimeout || f.Type == FaultResetPeer) && f.Timeout == nil {
+			f.Timeout = &Duration{}
+		}
+	}
+	for i := range s.Observers.Probes {
+		o := &s.Observers.Probes[i]
+		setIf(&o.Interval.Duration, DefaultObserverInterval)
+		setIf(&o.Timeout.Duration, DefaultObserverTimeout)
+	}
+	for i := range s.Observers.Metrics {
+		setIf(&s.Observers.Metrics[i].Interval.Duration, DefaultObserverInterval)
+	}
+	for i := range s.Observers.PromQL {
+		setIf(&s.Observers.PromQL[i].Interval.Duration, DefaultPromQLInterval)
+	}
+	for i := range s.StopConditions {
+		setIf(&s.StopConditions[i].Action, DefaultStopAction)
+	}
+	for i := range s.Assertions {
+		s.defaultAssertion(&s.Assertions[i])
+	}
+}
+
+func (s *Scenario) defaultAssertion(a *Assertion) {
+	setIf(&a.Window, DefaultWindow)
+	switch a.Type {
+	case AssertLatency, AssertEndpointRemoval:
+		if a.Percentile == nil {
+			p := DefaultPercentile
+			a.Percentile = &p
+		}
+	case AssertErrorRate:
+		setIf(&a.StatusClass, DefaultStatusClass)
+	case AssertThroughput:
+		if a.MinRatio == nil {
+			r := DefaultMinRatio
+			a.MinRatio = &r
+		}
+	case AssertShed:
+		if len(a.Status) == 0 {
+			a.Status = append([]int(nil), DefaultShedStatus...)
+		}
+	case AssertRecovery:
+		if a.Hold == nil {
+			a.Hold = &Duration{DefaultHold}
+		}
+		if a.Fault == "" {
+			if _, f, ok := strings.Cut(a.Window, ":"); ok && (strings.HasPrefix(a.Window, "fault:") || strings.HasPrefix(a.Window, "recovery:")) {
+				a.Fault = f
+			} else if len(s.Faults) == 1 {
+				a.Fault = s.Faults[0].Name
+			}
+		}
+	}
+	if a.Name == "" && a.Type != "" {
+		a.Name = string(a.Type) + "-" + a.Window
+	}
+}
+
+// setIf sets *p to v when *p is the zero value.
+func setIf[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}

@@ -1,0 +1,257 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+)
+
+// SchemaID is the $id of the scenario JSON Schema.
+const SchemaID = "https://drill.dev/schemas/v1alpha1/scenario.schema.json"
+
+// Patterns of the unit types, as the schema states them.
+const (
+	DurationPattern   = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	RatePattern       = `^\s*[0-9]+\s*/\s*(s|m|h|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)\s*$`
+	ByteSizePattern   = `^\s*[0-9]+\s*(B|KB|MB|GB|KiB|MiB|GiB)?\s*$`
+	PercentilePattern = `^p?[0-9]+(\.[0-9]+)?$`
+)
+
+// enums lists the allowed values of enumerated keys, by "Type.key".
+func enums() map[string][]string {
+	return map[string][]string{
+		"Environment.type":      EnvironmentTypes,
+		"PostgresDep.mode":      PostgresModes,
+		"Service.reference":     ReferenceServices,
+		"Service.build":         Builds,
+		"HTTPGetAction.scheme":  HTTPSchemes,
+		"TargetsFile.format":    TargetsFormats,
+		"Retry.policy":          RetryPolicies,
+		"Fault.type":            FaultTypes,
+		"Fault.stream":          FaultStreams,
+		"StopCondition.action":  StopActions,
+		"Assertion.type":        AssertionTypes,
+		"Assertion.statusClass": StatusClasses,
+		"Assertion.op":          MetricOps,
+	}
+}
+
+// unitTypes are the types written as strings with units.
+var unitTypes = map[reflect.Type]bool{
+	reflect.TypeFor[Duration]():   true,
+	reflect.TypeFor[Rate]():       true,
+	reflect.TypeFor[ByteSize]():   true,
+	reflect.TypeFor[Percentile](): true,
+}
+
+// JSONSchema returns a JSON Schema (draft 2020-12) of the scenario format,
+// generated from the Go types, with the doc comments of types.go as
+// descriptions. Unit types are strings with patterns (a bare 0 duration,
+// byte count or percentile number is also allowed, as the decoder allows).
+func JSONSchema() ([]byte, error) {
+	defs := map[string]any{
+		"Duration": map[string]any{
+			"description": "A duration with its unit, e.g. 250ms, 15s, 2m, 1m30s (a bare number other than 0 is refused).",
+			"anyOf": []any{
+				map[string]any{"type": "string", "pattern": DurationPattern},
+				map[string]any{"const": 0},
+			},
+		},
+		"Rate": map[string]any{
+			"description": "Requests per period: 2800/s, 1400/1s, 90/m, 5/100ms.",
+			"type":        "string", "pattern": RatePattern,
+		},
+		"ByteSize": map[string]any{
+			"description": "Bytes, plain or with a unit: 512, 64KiB, 1MiB, 10KB (KB, MB, GB are powers of 1000; KiB, MiB, GiB of 1024).",
+			"anyOf": []any{
+				map[string]any{"type": "string", "pattern": ByteSizePattern},
+				map[string]any{"type": "integer", "minimum": 0},
+			},
+		},
+		"Percentile": map[string]any{
+			"description": "A percentile above 0 and at most 100: p99, p99.9, 50.",
+			"anyOf": []any{
+				map[string]any{"type": "string", "pattern": PercentilePattern},
+				map[string]any{"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+			},
+		},
+	}
+	en := enums()
+	root := schemaStruct(reflect.TypeFor[Scenario](), defs, en)
+	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	root["$id"] = SchemaID
+	root["title"] = "drill scenario (" + APIVersion + ")"
+	props := root["properties"].(map[string]any)
+	props["apiVersion"] = map[string]any{"const": APIVersion, "description": "Always " + APIVersion + "."}
+	props["kind"] = map[string]any{"const": KindScenario, "description": "Always " + KindScenario + "."}
+	root["$defs"] = defs
+	return json.MarshalIndent(root, "", "  ")
+}
+
+// schemaStruct returns the object schema of struct type t, registering the
+// types it uses in defs.
+func schemaStruct(t reflect.Type, defs map[string]any, en map[string][]string) map[string]any {
+	si := infoFor(t)
+	props := map[string]any{}
+	var required []string
+	for _, f := range si.fields {
+		ft := t.Field(f.index).Type
+		p := schemaType(ft, defs, en)
+		if vals, ok := en[t.Name()+"."+f.name]; ok {
+			p = map[string]any{"type": "string", "enum": vals}
+		}
+		if d := fieldDocs[t.Name()+"."+f.name]; d != "" {
+			if _, isRef := p["$ref"]; isRef {
+				p = map[string]any{"allOf": []any{p}}
+			}
+			p["description"] = d
+		}
+		props[f.name] = p
+		if f.required {
+			required = append(required, f.name)
+		}
+	}
+	out := map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"properties":           props,
+	}
+	if d := typeDocs[t.Name()]; d != "" {
+		out["description"] = d
+	}
+	if len(required) > 0 {
+		out["required"] = required
+	}
+	return out
+}
+
+func schemaType(t reflect.Type, defs map[string]any, en map[string][]string) map[string]any {
+	if unitTypes[t] {
+		return map[string]any{"$ref": "#/$defs/" + t.Name()}
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return schemaType(t.Elem(), defs, en)
+	case reflect.Struct:
+		if _, ok := defs[t.Name()]; !ok {
+			defs[t.Name()] = nil // mark before recursing
+			defs[t.Name()] = schemaStruct(t, defs, en)
+		}
+		return map[string]any{"$ref": "#/$defs/" + t.Name()}
+	case reflect.Slice:
+		return map[string]any{"type": "array", "items": schemaType(t.Elem(), defs, en)}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": schemaType(t.Elem(), defs, en)}
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Interface:
+		return map[string]any{"type": []string{"integer", "string"}}
+	}
+	return map[string]any{}
+}
+
+// walkTypes calls fn for every YAML key reachable from struct type t, once
+// per type.
+func walkTypes(t reflect.Type, seen map[reflect.Type]bool, fn func(t reflect.Type, key string)) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || unitTypes[t] || seen[t] {
+		return
+	}
+	seen[t] = true
+	si := infoFor(t)
+	for _, f := range si.fields {
+		fn(t, f.name)
+		walkTypes(t.Field(f.index).Type, seen, fn)
+	}
+}
+
+// WriteReference writes the scenario reference in Markdown: one table per
+// type (keys in declaration order, the unit or type of each value, whether
+// it is required, and its doc comment with the default). The README holds
+// its output.
+func WriteReference(w io.Writer) error {
+	var b strings.Builder
+	en := enums()
+	var order []reflect.Type
+	listed := map[reflect.Type]bool{}
+	walkTypes(reflect.TypeFor[Scenario](), map[reflect.Type]bool{}, func(t reflect.Type, key string) {
+		if !listed[t] {
+			listed[t] = true
+			order = append(order, t)
+		}
+	})
+	for _, t := range order {
+		fmt.Fprintf(&b, "#### %s\n\n", t.Name())
+		if d := typeDocs[t.Name()]; d != "" {
+			fmt.Fprintf(&b, "%s\n\n", d)
+		}
+		b.WriteString("| key | value | required | meaning and default |\n|---|---|---|---|\n")
+		si := infoFor(t)
+		for _, f := range si.fields {
+			val := valueName(t.Field(f.index).Type)
+			if vals, ok := en[t.Name()+"."+f.name]; ok {
+				val = strings.Join(vals, " \\| ")
+			}
+			req := ""
+			if f.required {
+				req = "yes"
+			}
+			doc := fieldDocs[t.Name()+"."+f.name]
+			switch {
+			case t.Name() == "Scenario" && f.name == "apiVersion":
+				doc = "Always `" + APIVersion + "`."
+			case t.Name() == "Scenario" && f.name == "kind":
+				doc = "Always `" + KindScenario + "`."
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.name, val, req, strings.ReplaceAll(doc, "|", "\\|"))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// valueName names a value type for the reference.
+func valueName(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[Duration]():
+		return "duration (`250ms`, `15s`)"
+	case reflect.TypeFor[Rate]():
+		return "rate (`2800/s`, `90/m`)"
+	case reflect.TypeFor[ByteSize]():
+		return "byte size (`512`, `64KiB`)"
+	case reflect.TypeFor[Percentile]():
+		return "percentile (`p99`, `p99.9`)"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return valueName(t.Elem())
+	case reflect.Struct:
+		return "[" + t.Name() + "](#" + strings.ToLower(t.Name()) + ")"
+	case reflect.Slice:
+		return "list of " + valueName(t.Elem())
+	case reflect.Map:
+		return "map of " + valueName(t.Elem())
+	case reflect.String:
+		return "string"
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "integer"
+	case reflect.Float64:
+		return "number"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Interface:
+		return "integer or string"
+	}
+	return t.String()
+}

@@ -1,0 +1,1192 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+	"text/template/parse"
+	"time"
+)
+
+// Reference service names and builds (DESIGN section 6).
+var (
+	ReferenceServices = []string{"order-gateway", "payment-core"}
+	Builds            = []string{"correct", "naive"}
+)
+
+// Known values of enumerated fields, sorted; used in hints and the schema.
+var (
+	EnvironmentTypes = []string{string(EnvKubernetes), string(EnvLocal)}
+	PostgresModes    = []string{string(PostgresAuto), string(PostgresBinaries), string(PostgresContainer)}
+	FaultTypes       = []string{string(FaultBandwidth), string(FaultContainerPause), string(FaultDown), string(FaultLatency),
+		string(FaultLimitData), string(FaultProcessPause), string(FaultResetPeer), string(FaultSlicer), string(FaultSlowClose), string(FaultTimeout)}
+	FaultStreams   = []string{"both", "downstream", "upstream"}
+	RetryPolicies  = []string{string(RetryFixed), string(RetryNone), string(RetryAfter)}
+	StopActions    = []string{string(StopAbort), string(StopEndFaults), string(StopLoad), string(StopWarn)}
+	AssertionTypes = []string{string(AssertEndpointRemoval), string(AssertErrorRate), string(AssertFlaps), string(AssertIsolation),
+		string(AssertLatency), string(AssertMetric), string(AssertReady), string(AssertRecovery), string(AssertRestarts),
+		string(AssertShed), string(AssertThroughput)}
+	StatusClasses  = []string{"4xx", "5xx", "any", "errors", "non-2xx"}
+	MetricOps      = []string{"!=", "<", "<=", "==", ">", ">="}
+	TargetsFormats = []string{"http", "json"}
+	HTTPSchemes    = []string{"HTTP", "HTTPS"}
+)
+
+// faultAttributes lists the attribute keys each fault type takes; required
+// ones are marked with a leading '!'.
+var faultAttributes = map[FaultType][]string{
+	FaultLatency:        {"!latency", "jitter"},
+	FaultTimeout:        {"timeout"},
+	FaultBandwidth:      {"!rateKBps"},
+	FaultSlowClose:      {"!delay"},
+	FaultResetPeer:      {"timeout"},
+	FaultSlicer:         {"!averageSize", "sizeVariation", "delay"},
+	FaultLimitData:      {"!bytes"},
+	FaultDown:           {},
+	FaultProcessPause:   {},
+	FaultContainerPause: {},
+}
+
+// allFaultAttributes are the keys of Fault that are toxic attributes.
+var allFaultAttributes = []string{"averageSize", "bytes", "delay", "jitter", "latency", "rateKBps", "sizeVariation", "timeout"}
+
+// assertionFields lists the keys each assertion type takes beyond name,
+// type, window and source; required ones are marked with a leading '!'.
+var assertionFields = map[AssertionType][]string{
+	AssertRestarts:        {"!service", "!max"},
+	AssertEndpointRemoval: {"!service", "!maxLatency", "percentile"},
+	AssertLatency:         {"!stream", "!maxLatency", "percentile"},
+	AssertErrorRate:       {"!stream", "!maxRate", "statusClass"},
+	AssertThroughput:      {"!stream", "minRatio"},
+	AssertRecovery:        {"!within", "hold", "fault", "metric", "labels", "op", "value", "stream", "maxLatency", "maxRate"},
+	AssertShed:            {"!stream", "!maxLatency", "status", "retryAfter"},
+	AssertFlaps:           {"!service", "!max"},
+	AssertMetric:          {"!metric", "!op", "!value", "labels"},
+	AssertIsolation:       {"!stream", "maxP99Ratio", "maxErrorRateDelta"},
+	AssertReady:           {"!service", "!minReady"},
+}
+
+var (
+	dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	nameRE     = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?$`)
+	metricRE   = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	tokenRE    = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// Validate checks a scenario after [Scenario.SetDefaults] and returns every
+// problem at once as *[Errors] (nil when it is valid). It checks that
+// references resolve (proxies, dependencies, streams, services, windows,
+// ${...}), that faults and windows lie inside the run and user windows do
+// not overlap, that rates, ratios and percentiles are in range, that each
+// fault and assertion carries only the keys of its type, and that probes
+// obey Kubernetes' rules (liveness and startup successThreshold must be 1).
+// Errors name the file, line and column from [Scenario.Positions].
+func (s *Scenario) Validate() error {
+	v := &validator{s: s, refs: s.refTable(), vars: s.SampleVars()}
+	v.metadata()
+	v.environment()
+	v.timeline()
+	v.dependencies()
+	v.toxiproxy()
+	v.proxies()
+	v.services()
+	v.streams()
+	v.faults()
+	v.observers()
+	v.stopConditions()
+	v.assertions()
+	v.references()
+	return v.errs.err(s.File)
+}
+
+type validator struct {
+	s    *Scenario
+	errs errorList
+	refs map[string]map[string][]string
+	vars map[string]string
+}
+
+// errorf records a problem at path, located at the nearest position known
+// for path or one of its parents.
+func (v *validator) errorf(path, format string, args ...any) {
+	e := &Error{File: v.s.File, Path: path, Msg: fmt.Sprintf(format, args...)}
+	if p, ok := v.s.position(path); ok {
+		e.Line, e.Column = p.Line, p.Column
+		if p.File != "" {
+			e.File = p.File
+		}
+	}
+	v.errs.add(e)
+}
+
+// position finds the position of path or its nearest parent.
+func (s *Scenario) position(path string) (Position, bool) {
+	for path != "" {
+		if p, ok := s.Positions[path]; ok {
+			return p, true
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return Position{}, false
+}
+
+// Position returns where the value at path (e.g. "faults[0].latency") was
+// written, or the nearest parent's position; ok is false when unknown.
+func (s *Scenario) Position(path string) (pos Position, ok bool) { return s.position(path) }
+
+func oneOf(got string, known []string) bool {
+	for _, k := range known {
+		if k == got {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownValue formats an unknown-enum message with the sorted known list.
+func unknownValue(what, got string, known []string) string {
+	k := append([]string(nil), known...)
+	sort.Strings(k)
+	return fmt.Sprintf("unknown %s %q; known: %s", what, got, strings.Join(k, ", "))
+}
+
+// unique reports duplicate names and names that break references.
+func (v *validator) unique(kind string, names []string, paths func(i int) string) map[string]int {
+	seen := map[string]int{}
+	for i, n := range names {
+		p := paths(i) + ".name"
+		switch {
+		case n == "":
+			v.errorf(p, "name is required")
+			continue
+		case !nameRE.MatchString(n):
+			v.errorf(p, "invalid %s name %q: use letters, digits, '-' and '_' (at most 63, starting and ending with a letter or digit)", kind, n)
+		}
+		if j, dup := seen[n]; dup {
+			v.errorf(p, "duplicate %s name %q (also %s)", kind, n, paths(j))
+			continue
+		}
+		seen[n] = i
+	}
+	return seen
+}
+
+func (v *validator) metadata() {
+	n := v.s.Metadata.Name
+	switch {
+	case n == "":
+		v.errorf("metadata.name", "name is required")
+	case !dnsLabelRE.MatchString(n):
+		v.errorf("metadata.name", "invalid name %q: use lower-case letters, digits and '-' (at most 63, starting and ending with a letter or digit)", n)
+	}
+}
+
+func (v *validator) environment() {
+	e := v.s.Environment
+	switch e.Type {
+	case EnvLocal:
+		if e.Kubernetes != nil {
+			v.errorf("environment.kubernetes", "applies only to environment type kubernetes")
+		}
+	case EnvKubernetes:
+		if e.Kubernetes == nil || len(e.Kubernetes.AllowedContexts) == 0 {
+			v.errorf("environment", "a kubernetes environment must list the contexts a run may use in environment.kubernetes.allowedContexts (drill refuses any other)")
+			break
+		}
+		for i, c := range e.Kubernetes.AllowedContexts {
+			if strings.TrimSpace(c) == "" {
+				v.errorf(fmt.Sprintf("environment.kubernetes.allowedContexts[%d]", i), "context name is empty")
+			}
+		}
+		if ns := e.Kubernetes.Namespace; ns != "" && !oneOf(ns, e.Kubernetes.AllowedNamespaces) {
+			v.errorf("environment.kubernetes.namespace", "namespace %q is not in allowedNamespaces (%s)", ns, strings.Join(e.Kubernetes.AllowedNamespaces, ", "))
+		}
+		for i, ns := range e.Kubernetes.AllowedNamespaces {
+			if !dnsLabelRE.MatchString(ns) {
+				v.errorf(fmt.Sprintf("environment.kubernetes.allowedNamespaces[%d]", i), "invalid namespace %q", ns)
+			}
+		}
+	default:
+		v.errorf("environment.type", "%s", unknownValue("environment type", string(e.Type), EnvironmentTypes))
+	}
+}
+
+func (v *validator) timeline() {
+	t := v.s.Timeline
+	if t.Duration.D() <= 0 {
+		v.errorf("timeline.duration", "duration must be above 0")
+		return
+	}
+	if t.Warmup.D() >= t.Duration.D() {
+		v.errorf("timeline.warmup", "warmup (%s) must end before the run does (duration %s)", t.Warmup.D(), t.Duration.D())
+	}
+	names := make([]string, len(t.Windows))
+	for i, w := range t.Windows {
+		names[i] = w.Name
+	}
+	v.unique("window", names, func(i int) string { return fmt.Sprintf("timeline.windows[%d]", i) })
+	for i, w := range t.Windows {
+		p := fmt.Sprintf("timeline.windows[%d]", i)
+		if w.Name == WindowRun || w.Name == WindowBaseline {
+			v.errorf(p+".name", "window name %q is reserved (drill defines run, baseline, fault:<name> and recovery:<name>)", w.Name)
+		}
+		switch {
+		case w.To.D() <= w.From.D():
+			v.errorf(p+".to", "window ends (%s) at or before it starts (%s)", w.To.D(), w.From.D())
+		case w.From.D() < t.Warmup.D():
+			v.errorf(p+".from", "window starts (%s) inside the warmup (%s); windows exclude the warmup", w.From.D(), t.Warmup.D())
+		case w.To.D() > t.Duration.D():
+			v.errorf(p+".to", "window ends (%s) after the run (duration %s)", w.To.D(), t.Duration.D())
+		}
+	}
+	// User windows must not overlap each other.
+	idx := make([]int, len(t.Windows))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return t.Windows[idx[a]].From.D() < t.Windows[idx[b]].From.D() })
+	for k := 1; k < len(idx); k++ {
+		prev, cur := t.Windows[idx[k-1]], t.Windows[idx[k]]
+		if cur.From.D() < prev.To.D() && prev.To.D() > prev.From.D() && cur.To.D() > cur.From.D() {
+			v.errorf(fmt.Sprintf("timeline.windows[%d]", idx[k]), "window %q [%s, %s) overlaps window %q [%s, %s)",
+				cur.Name, cur.From.D(), cur.To.D(), prev.Name, prev.From.D(), prev.To.D())
+		}
+	}
+}
+
+func (v *validator) dependencies() {
+	s := v.s
+	names := make([]string, len(s.Dependencies))
+	for i, d := range s.Dependencies {
+		names[i] = d.Name
+	}
+	v.unique("dependency", names, func(i int) string { return fmt.Sprintf("dependencies[%d]", i) })
+	if s.Environment.Type == EnvKubernetes && len(s.Dependencies) > 0 {
+		v.errorf("dependencies", "dependencies are started locally and apply only to environment type local")
+	}
+	for i, d := range s.Dependencies {
+		p := fmt.Sprintf("dependencies[%d]", i)
+		if (d.Postgres == nil) == (d.HTTPStub == nil) {
+			v.errorf(p, "set exactly one of postgres or httpStub")
+		}
+		if pg := d.Postgres; pg != nil {
+			if !oneOf(string(pg.Mode), PostgresModes) {
+				v.errorf(p+".postgres.mode", "%s", unknownValue("postgres mode", string(pg.Mode), PostgresModes))
+			}
+			if pg.MaxConnections < 1 {
+				v.errorf(p+".postgres.maxConnections", "maxConnections must be at least 1")
+			}
+			if !nameRE.MatchString(pg.Database) {
+				v.errorf(p+".postgres.database", "invalid database name %q", pg.Database)
+			}
+			if !nameRE.MatchString(pg.User) {
+				v.errorf(p+".postgres.user", "invalid user name %q", pg.User)
+			}
+		}
+		if h := d.HTTPStub; h != nil && (h.Status < 100 || h.Status > 599) {
+			v.errorf(p+".httpStub.status", "status %d is not an HTTP status (100-599)", h.Status)
+		}
+	}
+}
+
+func (v *validator) toxiproxy() {
+	u := v.s.Toxiproxy.URL
+	if u == "" {
+		if v.s.Environment.Type == EnvKubernetes && len(v.s.Faults) > 0 {
+			v.errorf("toxiproxy.url", "a kubernetes environment injects faults through a remote Toxiproxy; set toxiproxy.url (e.g. http://toxiproxy.staging:8474)")
+		}
+		return
+	}
+	v.checkURL("toxiproxy.url", u)
+}
+
+func (v *validator) proxies() {
+	s := v.s
+	names := make([]string, len(s.Proxies))
+	for i, p := range s.Proxies {
+		names[i] = p.Name
+	}
+	v.unique("proxy", names, func(i int) string { return fmt.Sprintf("proxies[%d]", i) })
+	for i, p := range s.Proxies {
+		path := fmt.Sprintf("proxies[%d]", i)
+		v.checkHostPort(path+".listen", p.Listen)
+		if p.Upstream == "" {
+			v.errorf(path+".upstream", "upstream is required (host:port, e.g. ${dependencies.postgres.addr})")
+		} else {
+			v.checkHostPort(path+".upstream", p.Upstream)
+		}
+	}
+}
+
+func (v *validator) services() {
+	s := v.s
+	names := make([]string, len(s.Services))
+	for i, svc := range s.Services {
+		names[i] = svc.Name
+	}
+	v.unique("service", names, func(i int) string { return fmt.Sprintf("services[%d]", i) })
+	for i := range s.Services {
+		svc := &s.Services[i]
+		p := fmt.Sprintf("services[%d]", i)
+		if s.Environment.Type == EnvLocal {
+			switch {
+			case svc.Reference == "" && len(svc.Command) == 0:
+				v.errorf(p, "a local service needs reference (%s) or command", strings.Join(ReferenceServices, " or "))
+			case svc.Reference != "" && len(svc.Command) > 0:
+				v.errorf(p+".command", "set reference or command, not both")
+			}
+			if svc.Reference != "" && !oneOf(svc.Reference, ReferenceServices) {
+				v.errorf(p+".reference", "%s", unknownValue("reference service", svc.Reference, ReferenceServices))
+			}
+			if svc.Build != "" && svc.Reference == "" {
+				v.errorf(p+".build", "build applies only to a reference service")
+			} else if svc.Build != "" && !oneOf(svc.Build, Builds) {
+				v.errorf(p+".build", "%s", unknownValue("build", svc.Build, Builds))
+			}
+			if svc.Replicas < 1 || svc.Replicas > 64 {
+				v.errorf(p+".replicas", "replicas must be between 1 and 64, got %d", svc.Replicas)
+			}
+			v.checkHostPort(p+".listen", svc.Listen)
+			if svc.Selector != "" {
+				v.errorf(p+".selector", "selector applies only to environment type kubernetes")
+			}
+			if svc.URL != "" {
+				v.errorf(p+".url", "url applies only to environment type kubernetes (locally use ${services.%s.url})", svc.Name)
+			}
+			for j, c := range svc.Command {
+				if j == 0 && strings.TrimSpace(c) == "" {
+					v.errorf(fmt.Sprintf("%s.command[0]", p), "the program name is empty")
+				}
+			}
+		} else {
+			if svc.Selector == "" {
+				v.errorf(p, "a kubernetes service needs selector (e.g. app=order-gateway)")
+			}
+			for _, k := range []struct {
+				name string
+				set  bool
+			}{{"reference", svc.Reference != ""}, {"command", len(svc.Command) > 0}, {"build", svc.Build != ""},
+				{"args", len(svc.Args) > 0}, {"env", len(svc.Env) > 0}, {"replicas", svc.Replicas != 0}, {"listen", svc.Listen != ""}} {
+				if k.set {
+					v.errorf(p+"."+k.name, "%s applies only to environment type local", k.name)
+				}
+			}
+			if svc.URL != "" {
+				v.checkURL(p+".url", svc.URL)
+			}
+		}
+		if g := svc.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+			v.errorf(p+".terminationGracePeriodSeconds", "must not be negative")
+		}
+		v.probe(p+".probes.startupProbe", "startup", svc.Probes.StartupProbe)
+		v.probe(p+".probes.livenessProbe", "liveness", svc.Probes.LivenessProbe)
+		v.probe(p+".probes.readinessProbe", "readiness", svc.Probes.ReadinessProbe)
+	}
+}
+
+// probe checks Kubernetes' own rules for a container probe.
+func (v *validator) probe(p, kind string, pr *Probe) {
+	if pr == nil {
+		return
+	}
+	handlers := 0
+	for _, set := range []bool{pr.HTTPGet != nil, pr.TCPSocket != nil, pr.Exec != nil} {
+		if set {
+			handlers++
+		}
+	}
+	if handlers != 1 {
+		v.errorf(p, "a probe needs exactly one handler of httpGet, tcpSocket or exec (has %d)", handlers)
+	}
+	if h := pr.HTTPGet; h != nil {
+		if !strings.HasPrefix(h.Path, "/") {
+			v.errorf(p+".httpGet.path", "path must start with /, got %q", h.Path)
+		}
+		if !oneOf(h.Scheme, HTTPSchemes) {
+			v.errorf(p+".httpGet.scheme", "%s", unknownValue("scheme", h.Scheme, HTTPSchemes))
+		}
+		v.checkPort(p+".httpGet.port", h.Port)
+		for j, hd := range h.HTTPHeaders {
+			if !tokenRE.MatchString(hd.Name) {
+				v.errorf(fmt.Sprintf("%s.httpGet.httpHeaders[%d].name", p, j), "invalid header name %q", hd.Name)
+			}
+		}
+	}
+	if t := pr.TCPSocket; t != nil {
+		v.checkPort(p+".tcpSocket.port", t.Port)
+	}
+	if e := pr.Exec; e != nil && len(e.Command) == 0 {
+		v.errorf(p+".exec.command", "command must not be empty")
+	}
+	if pr.InitialDelaySeconds < 0 {
+		v.errorf(p+".initialDelaySeconds", "must not be negative")
+	}
+	for _, f := range []struct {
+		name string
+		val  int32
+	}{{"periodSeconds", pr.PeriodSeconds}, {"timeoutSeconds", pr.TimeoutSeconds},
+		{"successThreshold", pr.SuccessThreshold}, {"failureThreshold", pr.FailureThreshold}} {
+		if f.val < 1 {
+			v.errorf(p+"."+f.name, "must be at least 1, got %d", f.val)
+		}
+	}
+	if kind != "readiness" && pr.SuccessThreshold > 1 {
+		v.errorf(p+".successThreshold", "must be 1 for a %s probe (Kubernetes rule), got %d", kind, pr.SuccessThreshold)
+	}
+	if g := pr.TerminationGracePeriodSeconds; g != nil {
+		if kind == "readiness" {
+			v.errorf(p+".terminationGracePeriodSeconds", "must not be set for a readiness probe (Kubernetes rule)")
+		} else if *g < 1 {
+			v.errorf(p+".terminationGracePeriodSeconds", "must be at least 1, got %d", *g)
+		}
+	}
+}
+
+func (v *validator) checkPort(p string, port any) {
+	switch x := port.(type) {
+	case nil:
+	case int:
+		if x < 1 || x > 65535 {
+			v.errorf(p, "port %d is out of range (1-65535)", x)
+		}
+	case string:
+		if !dnsLabelRE.MatchString(x) || len(x) > 15 {
+			v.errorf(p, "invalid port name %q", x)
+		}
+	}
+}
+
+func (v *validator) streams() {
+	s := v.s
+	names := make([]string, len(s.Streams))
+	for i, st := range s.Streams {
+		names[i] = st.Name
+	}
+	v.unique("stream", names, func(i int) string { return fmt.Sprintf("streams[%d]", i) })
+	end := s.Timeline.Duration.D()
+	for i := range s.Streams {
+		st := &s.Streams[i]
+		p := fmt.Sprintf("streams[%d]", i)
+		if len(st.Targets) == 0 && st.TargetsFile == nil {
+			v.errorf(p, "a stream needs targets or targetsFile")
+		}
+		if len(st.Targets) > 0 && st.TargetsFile != nil {
+			v.errorf(p+".targetsFile", "set targets or targetsFile, not both")
+		}
+		for j, t := range st.Targets {
+			tp := fmt.Sprintf("%s.targets[%d]", p, j)
+			if !tokenRE.MatchString(t.Method) {
+				v.errorf(tp+".method", "invalid HTTP method %q", t.Method)
+			}
+			if t.URL == "" {
+				v.errorf(tp+".url", "url is required")
+			} else {
+				v.checkURL(tp+".url", t.URL)
+			}
+			for k := range t.Headers {
+				if !tokenRE.MatchString(k) {
+					v.errorf(mapKeyPath(tp+".headers", k), "invalid header name %q", k)
+				}
+			}
+			if t.Body != "" {
+				if msg := checkBodyTemplate(t.Body); msg != "" {
+					v.errorf(tp+".body", "%s", msg)
+				}
+			}
+		}
+		if tf := st.TargetsFile; tf != nil {
+			if tf.Path == "" {
+				v.errorf(p+".targetsFile.path", "path is required")
+			}
+			if !oneOf(tf.Format, TargetsFormats) {
+				v.errorf(p+".targetsFile.format", "%s", unknownValue("targets format", tf.Format, TargetsFormats))
+			}
+		}
+		shapes := 0
+		if st.Rate != nil {
+			shapes++
+			if st.Rate.Freq <= 0 {
+				v.errorf(p+".rate", "rate must be above 0 (e.g. 2800/s), got %s", st.Rate)
+			}
+		}
+		if st.Ramp != nil {
+			shapes++
+			if st.Ramp.From.Per == 0 {
+				v.errorf(p+".ramp.from", "from is required (e.g. 100/s)")
+			}
+			if st.Ramp.To.Freq <= 0 && st.Ramp.From.Freq <= 0 {
+				v.errorf(p+".ramp", "a ramp must reach a rate above 0")
+			}
+		}
+		if len(st.Steps) > 0 {
+			shapes++
+			var sum time.Duration
+			for j, step := range st.Steps {
+				sp := fmt.Sprintf("%s.steps[%d]", p, j)
+				if step.Rate.Freq <= 0 {
+					v.errorf(sp+".rate", "rate must be above 0 (e.g. 200/s), got %s", step.Rate)
+				}
+				if step.For.D() <= 0 {
+					v.errorf(sp+".for", "for must be above 0")
+				}
+				sum += step.For.D()
+			}
+			if st.Duration.D() != sum {
+				v.errorf(p+".duration", "duration (%s) must equal the sum of the steps (%s); leave it out", st.Duration.D(), sum)
+			}
+		}
+		if shapes != 1 {
+			v.errorf(p, "set exactly one of rate, ramp or steps (has %d)", shapes)
+		}
+		if st.Start.D() >= end {
+			v.errorf(p+".start", "stream starts (%s) at or after the end of the run (%s)", st.Start.D(), end)
+		} else if st.Duration.D() <= 0 {
+			v.errorf(p+".duration", "duration must be above 0")
+		} else if st.Start.D()+st.Duration.D() > end {
+			v.errorf(p+".duration", "stream ends (%s) after the run (duration %s)", st.Start.D()+st.Duration.D(), end)
+		}
+		if st.Timeout.D() <= 0 {
+			v.errorf(p+".timeout", "timeout must be above 0")
+		}
+		if st.MaxConnections < 0 {
+			v.errorf(p+".maxConnections", "must not be negative")
+		}
+		if st.MaxWorkers < 0 {
+			v.errorf(p+".maxWorkers", "must not be negative")
+		}
+		if r := st.Retry; r != nil {
+			if !oneOf(string(r.Policy), RetryPolicies) {
+				v.errorf(p+".retry.policy", "%s", unknownValue("retry policy", string(r.Policy), RetryPolicies))
+			}
+			if r.MaxAttempts < 0 || r.MaxAttempts > 100 {
+				v.errorf(p+".retry.maxAttempts", "maxAttempts must be between 1 and 100, got %d", r.MaxAttempts)
+			}
+			for j, c := range r.On {
+				if c < 100 || c > 599 {
+					v.errorf(fmt.Sprintf("%s.retry.on[%d]", p, j), "status %d is not an HTTP status (100-599)", c)
+				}
+			}
+		}
+		if lb := st.LagBudget; lb != nil && !(lb.Fraction >= 0 && lb.Fraction <= 1) {
+			v.errorf(p+".lagBudget.fraction", "fraction must be between 0 and 1, got %v", lb.Fraction)
+		}
+	}
+}
+
+// bodyData mirrors the fields a body template may use ({{.ID}}, {{.Seq}},
+// {{.Time}}).
+var bodyFields = []string{"ID", "Seq", "Time"}
+
+// checkBodyTemplate parses a body template and checks the fields it uses.
+func checkBodyTemplate(body string) string {
+	t, err := template.New("body").Option("missingkey=error").Parse(body)
+	if err != nil {
+		return "invalid body template: " + strings.TrimPrefix(err.Error(), "template: ")
+	}
+	var bad string
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		if n == nil || bad != "" {
+			return
+		}
+		switch x := n.(type) {
+		case *parse.ListNode:
+			if x == nil {
+				return
+			}
+			for _, c := range x.Nodes {
+				walk(c)
+			}
+		case *parse.ActionNode:
+			walk(x.Pipe)
+		case *parse.PipeNode:
+			if x == nil {
+				return
+			}
+			for _, c := range x.Cmds {
+				walk(c)
+			}
+		case *parse.CommandNode:
+			for _, a := range x.Args {
+				walk(a)
+			}
+		case *parse.FieldNode:
+			if len(x.Ident) > 0 && !oneOf(x.Ident[0], bodyFields) {
+				bad = fmt.Sprintf("body template uses {{.%s}}; known: {{.ID}}, {{.Seq}}, {{.Time}}", x.Ident[0])
+			}
+		case *parse.IfNode:
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.RangeNode:
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.WithNode:
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.TemplateNode:
+			walk(x.Pipe)
+		}
+	}
+	if t.Tree != nil {
+		walk(t.Tree.Root)
+	}
+	return bad
+}
+
+func (v *validator) faults() {
+	s := v.s
+	names := make([]string, len(s.Faults))
+	for i, f := range s.Faults {
+		names[i] = f.Name
+	}
+	v.unique("fault", names, func(i int) string { return fmt.Sprintf("faults[%d]", i) })
+	proxies := map[string]bool{}
+	for _, p := range s.Proxies {
+		proxies[p.Name] = true
+	}
+	deps := map[string]*Dependency{}
+	for i := range s.Dependencies {
+		deps[s.Dependencies[i].Name] = &s.Dependencies[i]
+	}
+	t := s.Timeline
+	for i := range s.Faults {
+		f := &s.Faults[i]
+		p := fmt.Sprintf("faults[%d]", i)
+		attrs, known := faultAttributes[f.Type]
+		if !known {
+			v.errorf(p+".type", "%s", unknownValue("fault type", string(f.Type), FaultTypes))
+			continue
+		}
+		fv := reflect.ValueOf(f).Elem()
+		for _, a := range allFaultAttributes {
+			set := !yamlField(fv, a).IsZero()
+			allowed, required := attrAllowed(attrs, a)
+			if set && !allowed {
+				v.errorf(p+"."+a, "%s does not apply to a %s fault%s", a, f.Type, attrList(attrs))
+			}
+			if required && !set {
+				v.errorf(p, "a %s fault needs %s", f.Type, a)
+			}
+		}
+		if f.Type.NeedsProxy() {
+			switch {
+			case f.Proxy == "":
+				v.errorf(p, "a %s fault needs proxy (the name of one of proxies)", f.Type)
+			case !proxies[f.Proxy]:
+				v.errorf(p+".proxy", "no proxy named %q%s", f.Proxy, knownNames(mapKeys(proxies)))
+			}
+			if f.Dependency != "" {
+				v.errorf(p+".dependency", "dependency does not apply to a %s fault (it acts on proxy)", f.Type)
+			}
+		} else {
+			switch {
+			case f.Dependency == "":
+				v.errorf(p, "a %s fault needs dependency (the name of one of dependencies)", f.Type)
+			case deps[f.Dependency] == nil:
+				v.errorf(p+".dependency", "no dependency named %q%s", f.Dependency, knownNames(depNames(s)))
+			case f.Type == FaultContainerPause && (deps[f.Dependency].Postgres == nil || deps[f.Dependency].Postgres.Mode != PostgresContainer):
+				v.errorf(p+".dependency", "container-pause needs a postgres dependency with mode: container")
+			}
+			if f.Proxy != "" {
+				v.errorf(p+".proxy", "proxy does not apply to a %s fault (it acts on dependency)", f.Type)
+			}
+			if s.Environment.Type == EnvKubernetes {
+				v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)
+			}
+		}
+		if f.Type.IsToxic() {
+			if !oneOf(f.Stream, FaultStreams) {
+				v.errorf(p+".stream", "%s", unknownValue("stream direction", f.Stream, FaultStreams))
+			}
+			if x := f.Toxicity; x != nil && !(*x >= 0 && *x <= 1) {
+				v.errorf(p+".toxicity", "toxicity must be between 0 and 1, got %v", *x)
+			}
+		} else {
+			if f.Stream != "" {
+				v.errorf(p+".stream", "stream applies only to toxics, not to a %s fault", f.Type)
+			}
+			if f.Toxicity != nil {
+				v.errorf(p+".toxicity", "toxicity applies only to toxics, not to a %s fault", f.Type)
+			}
+		}
+		if f.Jitter != nil && f.Latency != nil && f.Jitter.D() > f.Latency.D() {
+			v.errorf(p+".jitter", "jitter (%s) must not exceed latency (%s)", f.Jitter.D(), f.Latency.D())
+		}
+		if f.SizeVariation != nil && f.AverageSize != nil && *f.SizeVariation >= *f.AverageSize {
+			v.errorf(p+".sizeVariation", "sizeVariation (%d) must be below averageSize (%d)", *f.SizeVariation, *f.AverageSize)
+		}
+		if f.RateKBps != nil && *f.RateKBps < 0 {
+			v.errorf(p+".rateKBps", "rateKBps must not be negative")
+		}
+		for _, a := range []struct {
+			name string
+			d    *Duration
+		}{{"latency", f.Latency}, {"timeout", f.Timeout}, {"delay", f.Delay}, {"jitter", f.Jitter}} {
+			if a.d != nil && a.d.D() > 24*time.Hour {
+				v.errorf(p+"."+a.name, "%s %s is too long", a.name, a.d.D())
+			}
+		}
+		switch on, off := f.At.D(), f.At.D()+f.For.D(); {
+		case f.For.D() <= 0:
+			v.errorf(p+".for", "for must be above 0")
+		case on < t.Warmup.D():
+			v.errorf(p+".at", "fault starts (%s) inside the warmup (%s); start it at or after the warmup", on, t.Warmup.D())
+		case off > t.Duration.D():
+			v.errorf(p+".for", "fault ends (%s) after the run (duration %s)", off, t.Duration.D())
+		}
+	}
+}
+
+func attrAllowed(attrs []string, a string) (allowed, required bool) {
+	for _, x := range attrs {
+		if x == a {
+			return true, false
+		}
+		if x == "!"+a {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+func attrList(attrs []string) string {
+	if len(attrs) == 0 {
+		return " (it takes no attributes)"
+	}
+	clean := make([]string, len(attrs))
+	for i, a := range attrs {
+		clean[i] = strings.TrimPrefix(a, "!")
+	}
+	sort.Strings(clean)
+	return "; it takes: " + strings.Join(clean, ", ")
+}
+
+// yamlField returns the field of struct value v with YAML key key.
+func yamlField(v reflect.Value, key string) reflect.Value {
+	si := infoFor(v.Type())
+	return v.Field(si.fields[si.byName[key]].index)
+}
+
+func mapKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func depNames(s *Scenario) []string {
+	var out []string
+	for _, d := range s.Dependencies {
+		out = append(out, d.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func knownNames(names []string) string {
+	if len(names) == 0 {
+		return "; none are defined"
+	}
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	return "; known: " + strings.Join(sorted, ", ")
+}
+
+func (v *validator) observers() {
+	s := v.s
+	o := s.Observers
+	var names []string
+	var paths []string
+	add := func(kind string, i int, name string) {
+		names = append(names, name)
+		paths = append(paths, fmt.Sprintf("observers.%s[%d]", kind, i))
+	}
+	for i, x := range o.Pods {
+		add("pods", i, x.Name)
+	}
+	for i, x := range o.EndpointSlices {
+		add("endpointSlices", i, x.Name)
+	}
+	for i, x := range o.Probes {
+		add("probes", i, x.Name)
+	}
+	for i, x := range o.Metrics {
+		add("metrics", i, x.Name)
+	}
+	for i, x := range o.PromQL {
+		add("promql", i, x.Name)
+	}
+	v.unique("observer", names, func(i int) string { return paths[i] })
+	local := s.Environment.Type == EnvLocal
+	for i, x := range o.Pods {
+		p := fmt.Sprintf("observers.pods[%d]", i)
+		if local {
+			v.errorf(p, "pod observers need environment type kubernetes; the local runtime reports its replicas itself")
+		}
+		if x.Selector == "" {
+			v.errorf(p+".selector", "selector is required (e.g. app=order-gateway)")
+		}
+		v.checkNamespace(p+".namespace", x.Namespace)
+	}
+	for i, x := range o.EndpointSlices {
+		p := fmt.Sprintf("observers.endpointSlices[%d]", i)
+		if local {
+			v.errorf(p, "endpointSlice observers need environment type kubernetes; the local service proxy reports its endpoints itself")
+		}
+		if x.Service == "" {
+			v.errorf(p+".service", "service is required")
+		}
+		v.checkNamespace(p+".namespace", x.Namespace)
+	}
+	for i, x := range o.Probes {
+		p := fmt.Sprintf("observers.probes[%d]", i)
+		v.checkURL(p+".url", x.URL)
+		if x.Interval.D() <= 0 {
+			v.errorf(p+".interval", "interval must be above 0")
+		}
+		if x.Timeout.D() <= 0 {
+			v.errorf(p+".timeout", "timeout must be above 0")
+		}
+	}
+	for i, x := range o.Metrics {
+		p := fmt.Sprintf("observers.metrics[%d]", i)
+		v.checkURL(p+".url", x.URL)
+		if x.Interval.D() <= 0 {
+			v.errorf(p+".interval", "interval must be above 0")
+		}
+		for j, m := range x.Metrics {
+			if !metricRE.MatchString(m) {
+				v.errorf(fmt.Sprintf("%s.metrics[%d]", p, j), "invalid metric name %q", m)
+			}
+		}
+	}
+	for i, x := range o.PromQL {
+		p := fmt.Sprintf("observers.promql[%d]", i)
+		v.checkURL(p+".url", x.URL)
+		if strings.TrimSpace(x.Query) == "" {
+			v.errorf(p+".query", "query is required")
+		}
+		if x.Interval.D() <= 0 {
+			v.errorf(p+".interval", "interval must be above 0")
+		}
+	}
+}
+
+func (v *validator) checkNamespace(p, ns string) {
+	k := v.s.Environment.Kubernetes
+	if ns == "" || k == nil || len(k.AllowedNamespaces) == 0 {
+		return
+	}
+	if !oneOf(ns, k.AllowedNamespaces) {
+		v.errorf(p, "namespace %q is not in environment.kubernetes.allowedNamespaces (%s)", ns, strings.Join(k.AllowedNamespaces, ", "))
+	}
+}
+
+func (v *validator) streamNames() []string {
+	var out []string
+	for _, st := range v.s.Streams {
+		out = append(out, st.Name)
+	}
+	return out
+}
+
+func (v *validator) serviceNames() []string {
+	var out []string
+	for _, svc := range v.s.Services {
+		out = append(out, svc.Name)
+	}
+	return out
+}
+
+func (v *validator) stopConditions() {
+	s := v.s
+	names := make([]string, len(s.StopConditions))
+	for i, c := range s.StopConditions {
+		names[i] = c.Name
+	}
+	v.unique("stop condition", names, func(i int) string { return fmt.Sprintf("stopConditions[%d]", i) })
+	streams := v.streamNames()
+	for i, c := range s.StopConditions {
+		p := fmt.Sprintf("stopConditions[%d]", i)
+		if !oneOf(c.Stream, streams) {
+			v.errorf(p+".stream", "no stream named %q%s", c.Stream, knownNames(streams))
+		}
+		if !(c.ErrorRateAbove > 0 && c.ErrorRateAbove <= 1) {
+			v.errorf(p+".errorRateAbove", "errorRateAbove must be above 0 and at most 1, got %v", c.ErrorRateAbove)
+		}
+		if c.For.D() <= 0 {
+			v.errorf(p+".for", "for must be above 0")
+		}
+		if !oneOf(string(c.Action), StopActions) {
+			v.errorf(p+".action", "%s", unknownValue("stop action", string(c.Action), StopActions))
+		}
+	}
+}
+
+func (v *validator) assertions() {
+	s := v.s
+	spans := s.Spans()
+	windows := map[string]Span{}
+	var windowNames []string
+	for _, sp := range spans {
+		windows[sp.Name] = sp
+		windowNames = append(windowNames, sp.Name)
+	}
+	streams, services := v.streamNames(), v.serviceNames()
+	faults := map[string]bool{}
+	for _, f := range s.Faults {
+		faults[f.Name] = true
+	}
+	hasMetrics := len(s.Observers.Metrics)+len(s.Observers.PromQL) > 0
+	seen := map[string]int{}
+	for i := range s.Assertions {
+		a := &s.Assertions[i]
+		p := fmt.Sprintf("assertions[%d]", i)
+		if a.Name != "" {
+			if j, dup := seen[a.Name]; dup {
+				v.errorf(p+".name", "duplicate assertion name %q (also assertions[%d]); give each assertion its own name", a.Name, j)
+			}
+			seen[a.Name] = i
+		}
+		fields, known := assertionFields[a.Type]
+		if !known {
+			v.errorf(p+".type", "%s", unknownValue("assertion type", string(a.Type), AssertionTypes))
+			continue
+		}
+		if sp, ok := windows[a.Window]; !ok {
+			v.errorf(p+".window", "no window named %q; known: %s", a.Window, strings.Join(windowNames, ", "))
+		} else if sp.To <= sp.From {
+			v.errorf(p+".window", "window %q is empty", a.Window)
+		}
+		av := reflect.ValueOf(a).Elem()
+		si := infoFor(av.Type())
+		for _, f := range si.fields {
+			switch f.name {
+			case "name", "type", "window", "source":
+				continue
+			}
+			set := !av.Field(f.index).IsZero()
+			allowed, required := attrAllowed(fields, f.name)
+			if set && !allowed {
+				v.errorf(p+"."+f.name, "%s does not apply to a %s assertion%s", f.name, a.Type, attrList(fields))
+			}
+			if required && !set {
+				v.errorf(p, "a %s assertion needs %s", a.Type, f.name)
+			}
+		}
+		if a.Stream != "" && !oneOf(a.Stream, streams) {
+			v.errorf(p+".stream", "no stream named %q%s", a.Stream, knownNames(streams))
+		}
+		if a.Service != "" && !oneOf(a.Service, services) {
+			v.errorf(p+".service", "no service named %q%s", a.Service, knownNames(services))
+		}
+		if a.Max != nil && *a.Max < 0 {
+			v.errorf(p+".max", "max must not be negative")
+		}
+		if a.MinReady != nil {
+			if *a.MinReady < 0 {
+				v.errorf(p+".minReady", "minReady must not be negative")
+			}
+			for _, svc := range s.Services {
+				if svc.Name == a.Service && s.Environment.Type == EnvLocal && *a.MinReady > svc.Replicas {
+					v.errorf(p+".minReady", "minReady (%d) exceeds the service's replicas (%d)", *a.MinReady, svc.Replicas)
+				}
+			}
+		}
+		if a.MaxLatency != nil && a.MaxLatency.D() <= 0 {
+			v.errorf(p+".maxLatency", "maxLatency must be above 0")
+		}
+		ratio := func(key string, x *float64, lowOpen bool) {
+			if x == nil {
+				return
+			}
+			ok := *x >= 0 && *x <= 1
+			if lowOpen {
+				ok = *x > 0 && *x <= 1
+			}
+			if !ok {
+				lo := "between 0 and 1"
+				if lowOpen {
+					lo = "above 0 and at most 1"
+				}
+				v.errorf(p+"."+key, "%s must be %s, got %v", key, lo, *x)
+			}
+		}
+		ratio("maxRate", a.MaxRate, false)
+		ratio("minRatio", a.MinRatio, true)
+		ratio("maxErrorRateDelta", a.MaxErrorRateDelta, false)
+		if a.MaxP99Ratio != nil && !(*a.MaxP99Ratio > 0 && !math.IsInf(*a.MaxP99Ratio, 0)) {
+			v.errorf(p+".maxP99Ratio", "maxP99Ratio must be above 0, got %v", *a.MaxP99Ratio)
+		}
+		if a.Percentile != nil && !(*a.Percentile > 0 && *a.Percentile <= 100) {
+			v.errorf(p+".percentile", "percentile must be above 0 and at most 100")
+		}
+		if a.StatusClass != "" && !oneOf(a.StatusClass, StatusClasses) {
+			v.errorf(p+".statusClass", "%s", unknownValue("status class", a.StatusClass, StatusClasses))
+		}
+		for j, c := range a.Status {
+			if c < 100 || c > 599 {
+				v.errorf(fmt.Sprintf("%s.status[%d]", p, j), "status %d is not an HTTP status (100-599)", c)
+			}
+		}
+		if a.Op != "" && !oneOf(a.Op, MetricOps) {
+			v.errorf(p+".op", "%s", unknownValue("operator", a.Op, MetricOps))
+		}
+		if a.Value != nil && (math.IsNaN(*a.Value) || math.IsInf(*a.Value, 0)) {
+			v.errorf(p+".value", "value must be a finite number")
+		}
+		if a.Metric != "" {
+			if !metricRE.MatchString(a.Metric) {
+				v.errorf(p+".metric", "invalid metric name %q", a.Metric)
+			}
+			if !hasMetrics {
+				v.errorf(p+".metric", "no metrics source: add observers.metrics (a /metrics scrape) or observers.promql")
+			}
+		}
+		if a.Hold != nil && a.Hold.D() <= 0 {
+			v.errorf(p+".hold", "hold must be above 0")
+		}
+		if a.Within != nil && a.Within.D() <= 0 {
+			v.errorf(p+".within", "within must be above 0")
+		}
+		switch a.Type {
+		case AssertRecovery:
+			byMetric := a.Metric != "" || a.Op != "" || a.Value != nil
+			byStream := a.Stream != ""
+			switch {
+			case byMetric && byStream:
+				v.errorf(p, "a recovery assertion watches either a metric (metric, op, value) or a stream (stream with maxLatency and/or maxRate), not both")
+			case byMetric && (a.Metric == "" || a.Op == "" || a.Value == nil):
+				v.errorf(p, "a recovery condition on a metric needs metric, op and value")
+			case byStream && a.MaxLatency == nil && a.MaxRate == nil:
+				v.errorf(p, "a recovery condition on a stream needs maxLatency and/or maxRate")
+			case !byMetric && !byStream:
+				v.errorf(p, "a recovery assertion needs a condition: metric, op and value, or stream with maxLatency and/or maxRate")
+			}
+			if !byStream && (a.MaxLatency != nil || a.MaxRate != nil) {
+				v.errorf(p, "maxLatency and maxRate in a recovery assertion need stream")
+			}
+			switch {
+			case a.Fault == "":
+				v.errorf(p, "a recovery assertion needs fault (which fault's end starts the clock)")
+			case !faults[a.Fault]:
+				v.errorf(p+".fault", "no fault named %q%s", a.Fault, knownNames(mapKeys(faults)))
+			}
+		case AssertIsolation:
+			if a.MaxP99Ratio == nil && a.MaxErrorRateDelta == nil {
+				v.errorf(p, "an isolation assertion needs maxP99Ratio and/or maxErrorRateDelta")
+			}
+			if _, ok := windows[WindowBaseline]; !ok {
+				v.errorf(p, "an isolation assertion compares with the baseline window, which needs a fault starting after the warmup")
+			}
+			if a.Window == WindowBaseline {
+				v.errorf(p+".window", "an isolation assertion compares a window with the baseline; pick another window")
+			}
+		}
+	}
+}
+
+// references checks every ${...} in every string value of the scenario.
+func (v *validator) references() {
+	walkStrings(reflect.ValueOf(v.s).Elem(), "", func(path, s string) {
+		if !strings.Contains(s, "$") {
+			return
+		}
+		refs, err := Refs(s)
+		if err != nil {
+			v.errorf(path, "%s", err.Error())
+			return
+		}
+		for _, r := range refs {
+			if msg := v.s.checkRef(r.Key, v.refs); msg != "" {
+				v.errorf(path, "%s", msg)
+			}
+		}
+	})
+}
+
+// walkStrings calls fn for every string reachable from v (struct fields by
+// YAML key, slices, string maps), with its field path.
+func walkStrings(v reflect.Value, path string, fn func(path, s string)) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkStrings(v.Elem(), path, fn)
+		}
+	case reflect.Struct:
+		si := infoFor(v.Type())
+		for _, f := range si.fields {
+			walkStrings(v.Field(f.index), joinPath(path, f.name), fn)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			walkStrings(v.Index(i), fmt.Sprintf("%s[%d]", path, i), fn)
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		for _, k := range keys {
+			walkStrings(v.MapIndex(k), mapKeyPath(path, k.String()), fn)
+		}
+	case reflect.String:
+		fn(path, v.String())
+	}
+}
+
+// expandSample expands s with sample values; ok is false when s has a bad
+// reference (reported by references()).
+func (v *validator) expandSample(s string) (string, bool) {
+	out, err := Expand(s, v.vars)
+	return out, err == nil
+}
+
+// checkURL checks an absolute http(s) URL (after sample expansion).
+func (v *validator) checkURL(p, raw string) {
+	if raw == "" {
+		v.errorf(p, "url is required")
+		return
+	}
+	s, ok := v.expandSample(raw)
+	if !ok {
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.errorf(p, "url %q must be an absolute http:// or https:// URL", raw)
+	}
+}
+
+// checkHostPort checks host:port (after sample expansion).
+func (v *validator) checkHostPort(p, raw string) {
+	s, ok := v.expandSample(raw)
+	if !ok {
+		return
+	}
+	_, port, err := net.SplitHostPort(s)
+	if err == nil {
+		var n int
+		n, err = strconv.Atoi(port)
+		if err == nil && (n < 0 || n > 65535) {
+			err = fmt.Errorf("port out of range")
+		}
+	}
+	if err != nil {
+		v.errorf(p, "address %q must be host:port (e.g. 127.0.0.1:0)", raw)
+	}
+}
