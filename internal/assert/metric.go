@@ -268,13 +268,25 @@ func metricRecovery(in *input, a scenario.Assertion, off, hold time.Duration) (t
 			holding, cand = true, e.At
 		case !ok:
 			holding = false
-			last = fmt.Sprintf("last violating sample at %s: %s%s = %s", FormatOffset(e.At), e.Metric, labelString(e.Labels), FormatValue(e.Value))
+			last = fmt.Sprintf("still violated at %s: %s", FormatOffset(e.At), violating(a, state))
 		}
 	}
 	if holding {
 		return 0, false, fmt.Sprintf("held from %s but samples end before %s had passed", FormatOffset(cand), FormatDuration(hold)), nil
 	}
 	return 0, false, last, nil
+}
+
+// violating lists the series of state that break the condition.
+func violating(a scenario.Assertion, state map[string]float64) string {
+	var out []string
+	for k, v := range state {
+		if ok, _ := compare(a.Op, v, *a.Value); !ok {
+			out = append(out, a.Metric+k+" = "+FormatValue(v))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // streamRecovery finds the first 1 s bucket at or after the fault's end

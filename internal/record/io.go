@@ -1,0 +1,307 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// Redacted replaces secret values in everything a run writes.
+const Redacted = "REDACTED"
+
+// Marshal returns r as indented run.json bytes, redacted (see [Redact]),
+// with SchemaVersion set.
+func Marshal(r *Run) ([]byte, error) {
+	c := Redact(r)
+	if c.SchemaVersion == "" {
+		c.SchemaVersion = SchemaVersion
+	}
+	if c.Scenario != nil && c.ScenarioFile == "" {
+		c.ScenarioFile = c.Scenario.File
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("encode run record: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Save writes r to path as run.json (redacted; see [Redact]), creating
+// the directory if needed. The file is written to a temporary name and
+// renamed, so a reader never sees half a record.
+func (r *Run) Save(path string) error {
+	b, err := Marshal(r)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create report directory %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".run-*.json")
+	if err != nil {
+		return fmt.Errorf("create run record in %s: %w", dir, err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write run record %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write run record %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write run record %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write run record %s: %w", path, err)
+	}
+	return nil
+}
+
+// Load reads a run record written by [Run.Save]. It returns an error when
+// the file cannot be read, is not JSON, is not a drill run record, or has
+// a schema version other than [SchemaVersion]. Events come back sorted by
+// At; Series is never nil.
+func Load(path string) (*Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read run record: %w", err)
+	}
+	r, err := Unmarshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("load run record %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Unmarshal decodes run.json bytes, checking the schema version first.
+func Unmarshal(b []byte) (*Run, error) {
+	var head struct {
+		SchemaVersion *string `json:"schemaVersion"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("not a JSON run record: %w", err)
+	}
+	if head.SchemaVersion == nil {
+		return nil, fmt.Errorf("not a drill run record: no schemaVersion")
+	}
+	if *head.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("run record schema %q is not supported by this drill (it reads %q)", *head.SchemaVersion, SchemaVersion)
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decode run record: %w", err)
+	}
+	sort.SliceStable(r.Events, func(i, j int) bool { return r.Events[i].At < r.Events[j].At })
+	if r.Series == nil {
+		r.Series = map[string]*measure.Series{}
+	}
+	if r.Scenario != nil && r.Scenario.File == "" {
+		r.Scenario.File = r.ScenarioFile
+	}
+	return &r, nil
+}
+
+// authRE matches an Authorization (or Proxy-Authorization) header value
+// written into free text: "Authorization: Bearer x", "authorization=x",
+// `"Authorization":"Basic x"`, "Authorization:[Bearer x]".
+var authRE = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization"?\s*[:=]\s*\[?"?)(?:(?:bearer|basic|digest|token|negotiate)\s+)?[^\s",;\]]+`)
+
+// RedactText replaces Authorization header values in s with [Redacted].
+func RedactText(s string) string {
+	if !strings.Contains(strings.ToLower(s), "authorization") {
+		return s
+	}
+	return authRE.ReplaceAllString(s, "${1}"+Redacted)
+}
+
+// isSecretHeader reports whether a header's value must not be written.
+func isSecretHeader(name string) bool {
+	n := strings.ToLower(name)
+	return n == "authorization" || n == "proxy-authorization"
+}
+
+// isSecretEnv reports whether an environment variable looks like a secret.
+func isSecretEnv(name string) bool {
+	n := strings.ToUpper(name)
+	for _, w := range []string{"PASSWORD", "PASSWD", "SECRET", "TOKEN", "API_KEY", "APIKEY", "AUTHORIZATION"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Redact returns a copy of r, sharing nothing that it changes with r, in
+// which Authorization headers of the scenario's targets and probes,
+// environment variables that look like secrets, and Authorization values
+// in event details, log lines and assertion messages are replaced with
+// [Redacted] (DESIGN section 8). r is not modified.
+func Redact(r *Run) *Run {
+	c := *r
+	if r.Scenario != nil {
+		c.Scenario = redactScenario(r.Scenario)
+	}
+	if r.Events != nil {
+		c.Events = make([]event.Event, len(r.Events))
+		for i, e := range r.Events {
+			e.Detail = RedactText(e.Detail)
+			e.Reason = RedactText(e.Reason)
+			e.Logs = redactLines(e.Logs)
+			c.Events[i] = e
+		}
+	}
+	if r.Results != nil {
+		c.Results = make([]assert.Result, len(r.Results))
+		for i, res := range r.Results {
+			res.Message = RedactText(res.Message)
+			if res.Evidence != nil {
+				ev := make([]assert.Evidence, len(res.Evidence))
+				for j, e := range res.Evidence {
+					e.Detail = RedactText(e.Detail)
+					e.Logs = redactLines(e.Logs)
+					ev[j] = e
+				}
+				res.Evidence = ev
+			}
+			c.Results[i] = res
+		}
+	}
+	return &c
+}
+
+func redactLines(lines []string) []string {
+	if lines == nil {
+		return nil
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = RedactText(l)
+	}
+	return out
+}
+
+func redactScenario(s *scenario.Scenario) *scenario.Scenario {
+	c := *s
+	c.Streams = make([]scenario.Stream, len(s.Streams))
+	for i, st := range s.Streams {
+		st.Targets = make([]scenario.Target, len(s.Streams[i].Targets))
+		for j, t := range s.Streams[i].Targets {
+			if t.Headers != nil {
+				h := make(map[string]string, len(t.Headers))
+				for k, v := range t.Headers {
+					if isSecretHeader(k) {
+						v = Redacted
+					}
+					h[k] = v
+				}
+				t.Headers = h
+			}
+			st.Targets[j] = t
+		}
+		c.Streams[i] = st
+	}
+	if s.Streams == nil {
+		c.Streams = nil
+	}
+	if s.Services != nil {
+		c.Services = make([]scenario.Service, len(s.Services))
+		for i, svc := range s.Services {
+			if svc.Env != nil {
+				env := make(map[string]string, len(svc.Env))
+				for k, v := range svc.Env {
+					if isSecretEnv(k) {
+						v = Redacted
+					}
+					env[k] = v
+				}
+				svc.Env = env
+			}
+			svc.Probes.StartupProbe = redactProbe(svc.Probes.StartupProbe)
+			svc.Probes.LivenessProbe = redactProbe(svc.Probes.LivenessProbe)
+			svc.Probes.ReadinessProbe = redactProbe(svc.Probes.ReadinessProbe)
+			c.Services[i] = svc
+		}
+	}
+	return &c
+}
+
+func redactProbe(p *scenario.Probe) *scenario.Probe {
+	if p == nil || p.HTTPGet == nil || len(p.HTTPGet.HTTPHeaders) == 0 {
+		return p
+	}
+	c := *p
+	g := *p.HTTPGet
+	g.HTTPHeaders = make([]scenario.HTTPHeader, len(p.HTTPGet.HTTPHeaders))
+	for i, h := range p.HTTPGet.HTTPHeaders {
+		if isSecretHeader(h.Name) {
+			h.Value = Redacted
+		}
+		g.HTTPHeaders[i] = h
+	}
+	c.HTTPGet = &g
+	return &c
+}
+
+// CheckLag compares each stream's late requests over [from, to) with its
+// lag budget (scenario.LagBudget; default: at most 1% of requests later
+// than 10ms) and returns the streams beyond budget, sorted by name. The
+// load engine counts a request late (Bucket.Late) by the stream's own
+// budget.
+func CheckLag(sc *scenario.Scenario, series map[string]*measure.Series, from, to time.Duration) []StreamLag {
+	var out []StreamLag
+	budgets := map[string]scenario.LagBudget{}
+	if sc != nil {
+		for _, st := range sc.Streams {
+			if st.LagBudget != nil {
+				budgets[st.Name] = *st.LagBudget
+			}
+		}
+	}
+	names := make([]string, 0, len(series))
+	for n := range series {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := series[n]
+		if s == nil {
+			continue
+		}
+		b := s.Window(from, to)
+		if b.Requests == 0 {
+			continue
+		}
+		lb := budgets[n]
+		if lb.Late.D() == 0 {
+			lb.Late = scenario.Duration{Duration: 10 * time.Millisecond}
+		}
+		if lb.Fraction == 0 {
+			lb.Fraction = 0.01
+		}
+		frac := float64(b.Late) / float64(b.Requests)
+		if frac > lb.Fraction {
+			out = append(out, StreamLag{Stream: n, Late: b.Late, Requests: b.Requests,
+				Fraction: frac, Budget: lb.Fraction, LateAfter: lb.Late.D()})
+		}
+	}
+	return out
+}

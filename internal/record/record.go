@@ -1,0 +1,231 @@
+// Package record defines the run record, drill's run.json: everything a
+// run produced, in a versioned schema, enough to re-judge the run later
+// (`drill report run.json`) and to compare runs (DESIGN sections 2 and 7).
+//
+// The schema is identified by [SchemaVersion]. Offsets (event times,
+// windows, bucket starts) are nanoseconds on the run's monotonic clock
+// (t=0 when load started); wall-clock times are for display only.
+// [Save] redacts Authorization headers before anything is written.
+package record
+
+import (
+	"strings"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/plan"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// SchemaVersion names this run.json schema. [Load] refuses any other.
+const SchemaVersion = "drill.dev/run/v1"
+
+// Exit codes of DESIGN section 7.
+const (
+	ExitPass          = 0 // every assertion passed, the run was valid and clean
+	ExitFail          = 1 // an assertion failed
+	ExitBadInput      = 2 // bad input or usage (nothing was touched)
+	ExitCouldNotRun   = 3 // environment failure, stop condition abort or signal
+	ExitInvalid       = 4 // load generator behind schedule, fault not on path, or no verdict possible
+	ExitCleanupFailed = 5 // cleanup could not be verified: a fault may still be active
+)
+
+// Run is one drill run as recorded in run.json.
+type Run struct {
+	// SchemaVersion is always [SchemaVersion] when written by this drill.
+	SchemaVersion string `json:"schemaVersion"`
+	// RunID identifies the run; it is carried by the run's toxics.
+	RunID string `json:"runId"`
+	// Scenario is the scenario as parsed and defaulted (its assertions are
+	// what `drill report` re-judges).
+	Scenario *scenario.Scenario `json:"scenario"`
+	// ScenarioFile is the path the scenario was read from.
+	ScenarioFile string `json:"scenarioFile,omitempty"`
+	// Plan is the timeline the run carried out (windows for judging).
+	Plan *plan.Plan `json:"plan"`
+	// StartedAt is the wall-clock time of t=0 (display only).
+	StartedAt time.Time `json:"startedAt"`
+	// EndedAt is the wall-clock time the run ended (display only).
+	EndedAt time.Time `json:"endedAt,omitempty"`
+	// Events is the run's event log sorted by At.
+	Events []event.Event `json:"events"`
+	// Series holds each load stream's per-second buckets, by stream name.
+	Series map[string]*measure.Series `json:"series"`
+	// Results are the judged assertions, in scenario order.
+	Results []assert.Result `json:"results"`
+	// Validity says whether the measurement can be trusted.
+	Validity Validity `json:"validity"`
+	// Cleanup says whether every injected fault was verifiably removed.
+	Cleanup Cleanup `json:"cleanup"`
+	// Aborted is why the run could not be carried out to its end (stop
+	// condition with action abort, signal, environment failure); empty
+	// when it ran to the end.
+	Aborted string `json:"aborted,omitempty"`
+	// ExitCode is the code the run exited with (DESIGN section 7).
+	ExitCode int `json:"exitCode"`
+	// Environment describes where the run happened.
+	Environment Environment `json:"environment"`
+}
+
+// Validity records the checks that decide whether a run's measurement can
+// be trusted (exit code 4 when not).
+type Validity struct {
+	// LoadBehind lists streams whose generator fell behind its schedule
+	// beyond the stream's lag budget.
+	LoadBehind []StreamLag `json:"loadBehind,omitempty"`
+	// FaultsOffPath lists faults whose proxy carried no traffic or whose
+	// canary toxic did not show in the service's latency.
+	FaultsOffPath []OffPath `json:"faultsOffPath,omitempty"`
+	// Problems are other reasons the measurement is invalid.
+	Problems []string `json:"problems,omitempty"`
+	// Warnings are worth reading but do not invalidate the run.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Valid reports whether no check invalidated the measurement.
+func (v Validity) Valid() bool {
+	return len(v.LoadBehind) == 0 && len(v.FaultsOffPath) == 0 && len(v.Problems) == 0
+}
+
+// StreamLag says how far a stream's generator fell behind its schedule.
+type StreamLag struct {
+	Stream string `json:"stream"`
+	// Late counts requests sent later than LateAfter; Requests all sent.
+	Late     int64 `json:"late"`
+	Requests int64 `json:"requests"`
+	// Fraction is Late/Requests (0..1); Budget the allowed fraction.
+	Fraction float64 `json:"fraction"`
+	Budget   float64 `json:"budget"`
+	// LateAfter is the lag beyond which a request counts as late.
+	LateAfter time.Duration `json:"lateAfter"`
+}
+
+// OffPath says why a fault was judged not on the traffic path.
+type OffPath struct {
+	Fault  string `json:"fault"`
+	Proxy  string `json:"proxy,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// Cleanup records the removal of everything the run injected or started.
+type Cleanup struct {
+	// Verified is true when every fault was removed and the removal was
+	// checked (the proxies list no toxic of this run). The zero value is
+	// false: a run that never recorded its cleanup is not clean.
+	Verified bool `json:"verified"`
+	// Leftovers are what may still be active, each with how to remove it.
+	Leftovers []Leftover `json:"leftovers,omitempty"`
+}
+
+// Leftover is something the run could not verifiably remove.
+type Leftover struct {
+	// Kind is toxic, proxy, process, container, temp-dir, ...
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Detail string `json:"detail,omitempty"`
+	// Remove says how to remove it by hand (e.g. a drill cleanup or curl command).
+	Remove string `json:"remove,omitempty"`
+}
+
+// Environment describes where a run happened.
+type Environment struct {
+	// Type is local or kubernetes.
+	Type string `json:"type,omitempty"`
+	// DrillVersion is the drill build that ran.
+	DrillVersion string `json:"drillVersion,omitempty"`
+	// GoVersion, OS and Arch describe the harness binary.
+	GoVersion string `json:"goVersion,omitempty"`
+	OS        string `json:"os,omitempty"`
+	Arch      string `json:"arch,omitempty"`
+	CPUs      int    `json:"cpus,omitempty"`
+	Hostname  string `json:"hostname,omitempty"`
+	// KubeContext and Namespace are set for kubernetes runs.
+	KubeContext string `json:"kubeContext,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	// ToxiproxyURL is the remote Toxiproxy API; empty when embedded.
+	ToxiproxyURL string `json:"toxiproxyURL,omitempty"`
+	// Notes are free key/value facts (e.g. postgres mode, versions).
+	Notes map[string]string `json:"notes,omitempty"`
+}
+
+// Name returns the scenario's name, or "" when the run has no scenario.
+func (r *Run) Name() string {
+	if r.Scenario == nil {
+		return ""
+	}
+	return r.Scenario.Metadata.Name
+}
+
+// Rejudge judges the scenario's assertions again over the recorded plan,
+// events and series, replaces Results, and recomputes ExitCode with
+// [Run.Decide]. It returns the new exit code.
+func (r *Run) Rejudge() int {
+	var as []scenario.Assertion
+	if r.Scenario != nil {
+		as = r.Scenario.Assertions
+	}
+	r.Results = assert.Judge(r.Plan, as, r.Events, r.Series)
+	r.ExitCode, _ = r.Decide()
+	return r.ExitCode
+}
+
+// Decide returns the exit code the run's record calls for and a one-line
+// reason, by DESIGN section 7 in order of precedence: cleanup unverified
+// (5), aborted (3), measurement invalid or an assertion that could not be
+// judged (4), an assertion failed (1), else 0.
+func (r *Run) Decide() (int, string) {
+	if !r.Cleanup.Verified {
+		why := "cleanup could not be verified"
+		if len(r.Cleanup.Leftovers) > 0 {
+			l := r.Cleanup.Leftovers[0]
+			why += ": " + l.Kind + " " + l.Name + " may still be active"
+			if l.Remove != "" {
+				why += "; remove it with: " + l.Remove
+			}
+		}
+		return ExitCleanupFailed, why
+	}
+	if r.Aborted != "" {
+		return ExitCouldNotRun, "the run could not be carried out: " + r.Aborted
+	}
+	if !r.Validity.Valid() {
+		return ExitInvalid, "the measurement is invalid: " + r.Validity.Summary()
+	}
+	var failed []string
+	for _, res := range r.Results {
+		if res.Verdict == assert.Error {
+			return ExitInvalid, "assertion " + res.Name + " could not be judged: " + res.Message
+		}
+		if res.Verdict != assert.Pass {
+			failed = append(failed, res.Name)
+		}
+	}
+	if len(failed) > 0 {
+		msg := "assertion failed: " + failed[0]
+		if len(failed) > 1 {
+			msg = "assertions failed: " + strings.Join(failed, ", ")
+		}
+		return ExitFail, msg
+	}
+	return ExitPass, "every assertion passed"
+}
+
+// Summary describes why the validity checks failed, in one line.
+func (v Validity) Summary() string {
+	var parts []string
+	for _, l := range v.LoadBehind {
+		parts = append(parts, "load generator behind schedule on stream "+l.Stream+" ("+
+			assert.FormatPercent(l.Fraction)+" of requests later than "+assert.FormatDuration(l.LateAfter)+
+			", budget "+assert.FormatPercent(l.Budget)+")")
+	}
+	for _, f := range v.FaultsOffPath {
+		parts = append(parts, "fault "+f.Fault+" not on the traffic path: "+f.Detail)
+	}
+	parts = append(parts, v.Problems...)
+	if len(parts) == 0 {
+		return "valid"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,188 @@
+package record_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/record/recordtest"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	for _, naive := range []bool{false, true} {
+		run := recordtest.Run(recordtest.Options{Naive: naive, Scale: 10})
+		path := filepath.Join(t.TempDir(), "sub", "run.json")
+		if err := run.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		got, err := record.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The record is enough to re-judge: the same verdicts come back.
+		before, _ := json.Marshal(run.Results)
+		code := got.Rejudge()
+		after, _ := json.Marshal(got.Results)
+		if !bytes.Equal(before, after) {
+			t.Errorf("naive=%v: re-judged results differ:\nsaved  %s\nloaded %s", naive, before, after)
+		}
+		if code != run.ExitCode {
+			t.Errorf("naive=%v: exit code %d after load, %d before", naive, code, run.ExitCode)
+		}
+		// Series survive exactly (histograms included).
+		for name, s := range run.Series {
+			ls := got.Series[name]
+			if ls == nil || len(ls.Buckets) != len(s.Buckets) {
+				t.Fatalf("series %s lost buckets", name)
+			}
+			a, b := s.Window(0, time.Minute), ls.Window(0, time.Minute)
+			if a.Requests != b.Requests || a.Latency.TotalCount() != b.Latency.TotalCount() ||
+				measure.Quantile(a.Latency, 99) != measure.Quantile(b.Latency, 99) || a.Shed.TotalCount() != b.Shed.TotalCount() ||
+				a.Codes[503] != b.Codes[503] || a.Errors[measure.ErrTimeout] != b.Errors[measure.ErrTimeout] {
+				t.Errorf("series %s differs after round trip: %v vs %v", name, a, b)
+			}
+		}
+		if len(got.Events) != len(run.Events) || got.Plan.Duration != run.Plan.Duration ||
+			got.Scenario.Metadata.Name != "payment-tax-brownout" || got.Scenario.File != "scenarios/payment-tax-brownout.yaml" ||
+			!got.StartedAt.Equal(run.StartedAt) || got.Scenario.Assertions[0].MaxLatency.D() != 120*time.Millisecond {
+			t.Errorf("naive=%v: record fields lost in the round trip", naive)
+		}
+		// Saving what was loaded gives the same bytes.
+		b1, _ := record.Marshal(run)
+		b2, _ := record.Marshal(got)
+		if !bytes.Equal(b1, b2) {
+			t.Errorf("naive=%v: Marshal(Load(Save(run))) differs from Marshal(run)", naive)
+		}
+	}
+}
+
+func TestExpectedVerdicts(t *testing.T) {
+	good := recordtest.Run(recordtest.Options{Scale: 10})
+	if code, why := good.Decide(); code != record.ExitPass {
+		for _, r := range good.Results {
+			t.Logf("%s %s %s", r.Verdict, r.Name, r.Message)
+		}
+		t.Fatalf("correct synthetic run: exit %d (%s), want 0", code, why)
+	}
+	bad := recordtest.Run(recordtest.Options{Naive: true, Scale: 10})
+	code, why := bad.Decide()
+	if code != record.ExitFail || !strings.Contains(why, "auth-p99-during-brownout") || !strings.Contains(why, "no-restarts") {
+		t.Fatalf("naive synthetic run: exit %d (%s), want 1 on auth p99 and restarts", code, why)
+	}
+}
+
+func TestLoadRefusesOtherSchemas(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ body, want string }{
+		{`{"schemaVersion":"drill.dev/run/v2"}`, `schema "drill.dev/run/v2" is not supported by this drill (it reads "drill.dev/run/v1")`},
+		{`{"runId":"x"}`, "not a drill run record: no schemaVersion"},
+		{`[1,2`, "not a JSON run record"},
+		{`{"schemaVersion":"drill.dev/run/v1","events":"nope"}`, "decode run record"},
+	} {
+		p := filepath.Join(dir, "run.json")
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := record.Load(p)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Load(%s) = %v, want error containing %q", c.body, err, c.want)
+		}
+	}
+	if _, err := record.Load(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "read run record") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestRedaction(t *testing.T) {
+	run := recordtest.Run(recordtest.Options{Scale: 10})
+	run.Results[0].Evidence = append(run.Results[0].Evidence, assert.Evidence{Detail: `request had "Authorization":"Basic dXNlcjpwYXNz"`})
+	b, err := record.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"s3cr3t-token", "hunter2", "dXNlcjpwYXNz"} {
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("run.json contains the secret %q", secret)
+		}
+	}
+	if !bytes.Contains(b, []byte(`"Authorization": "REDACTED"`)) || !bytes.Contains(b, []byte(`"LOG_LEVEL": "info"`)) {
+		t.Error("run.json lacks the redacted header or kept too little")
+	}
+	if run.Scenario.Streams[0].Targets[0].Headers["Authorization"] != "Bearer s3cr3t-token" {
+		t.Error("Redact changed the run it was given")
+	}
+	for in, want := range map[string]string{
+		"Authorization: Bearer abc.def":        "Authorization: REDACTED",
+		"authorization=xyz rest":               "authorization=REDACTED rest",
+		`{"Authorization":"Basic Zm9v","a":1}`: `{"Authorization":"REDACTED","a":1}`,
+		"map[Authorization:[Bearer tok]]":      "map[Authorization:[REDACTED]]",
+		"Proxy-Authorization: Basic Zm9v":      "Proxy-Authorization: REDACTED",
+		"no secrets here":                      "no secrets here",
+	} {
+		if got := record.RedactText(in); got != want {
+			t.Errorf("RedactText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDecidePrecedence(t *testing.T) {
+	pass := assert.Result{Name: "a", Verdict: assert.Pass}
+	fail := assert.Result{Name: "b", Verdict: assert.Fail}
+	errd := assert.Result{Name: "c", Verdict: assert.Error, Message: "no data"}
+	for _, c := range []struct {
+		name string
+		run  record.Run
+		code int
+		why  string
+	}{
+		{"all pass", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{pass}}, 0, "every assertion passed"},
+		{"a failure", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{pass, fail}}, 1, "assertion failed: b"},
+		{"cannot judge", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{fail, errd}}, 4, "assertion c could not be judged: no data"},
+		{"load behind", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{pass},
+			Validity: record.Validity{LoadBehind: []record.StreamLag{{Stream: "orders", Fraction: 0.2, Budget: 0.01, LateAfter: 10 * time.Millisecond}}}},
+			4, "load generator behind schedule on stream orders (20.0% of requests later than 10.0ms, budget 1.00%)"},
+		{"fault off path", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{fail},
+			Validity: record.Validity{FaultsOffPath: []record.OffPath{{Fault: "db-pause", Detail: "proxy pg carried 0 bytes"}}}},
+			4, "fault db-pause not on the traffic path"},
+		{"aborted", record.Run{Cleanup: record.Cleanup{Verified: true}, Aborted: "SIGTERM", Results: []assert.Result{fail}}, 3, "SIGTERM"},
+		{"cleanup first", record.Run{Aborted: "SIGTERM", Cleanup: record.Cleanup{Leftovers: []record.Leftover{{Kind: "toxic", Name: "drill-x-latency",
+			Remove: "drill cleanup --run-id x"}}}}, 5, "toxic drill-x-latency may still be active; remove it with: drill cleanup --run-id x"},
+	} {
+		code, why := c.run.Decide()
+		if code != c.code || !strings.Contains(why, c.why) {
+			t.Errorf("%s: Decide() = %d %q, want %d containing %q", c.name, code, why, c.code, c.why)
+		}
+	}
+}
+
+func TestCheckLag(t *testing.T) {
+	s := &measure.Series{Stream: "orders"}
+	for i := 0; i < 10; i++ {
+		b := measure.NewBucket(time.Duration(i)*time.Second, time.Second)
+		b.Requests, b.Late = 100, 0
+		if i >= 5 {
+			b.Late = 5
+		}
+		s.Buckets = append(s.Buckets, b)
+	}
+	series := map[string]*measure.Series{"orders": s}
+	if got := record.CheckLag(nil, series, 0, 5*time.Second); len(got) != 0 {
+		t.Errorf("no late requests: %+v", got)
+	}
+	got := record.CheckLag(nil, series, 0, 10*time.Second)
+	if len(got) != 1 || got[0].Late != 25 || got[0].Fraction != 0.025 || got[0].Budget != 0.01 {
+		t.Errorf("default budget: %+v", got)
+	}
+	sc := &scenario.Scenario{Streams: []scenario.Stream{{Name: "orders", LagBudget: &scenario.LagBudget{Fraction: 0.05}}}}
+	if got := record.CheckLag(sc, series, 0, 10*time.Second); len(got) != 0 {
+		t.Errorf("5%% budget: %+v", got)
+	}
+}
