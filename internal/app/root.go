@@ -49,10 +49,12 @@ type Globals struct {
 func commands() []func(*Globals) *cobra.Command {
 	return []func(*Globals) *cobra.Command{
 		newRunCommand,
+		newLoadCommand,
 		newValidateCommand,
 		newPlanCommand,
 		newSchemaCommand,
 		newServeCommand,
+		newCleanupCommand,
 		newVersionCommand,
 	}
 }

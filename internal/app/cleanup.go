@@ -1,0 +1,104 @@
+package app
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/inject"
+)
+
+// cleanupFlags are the flags of drill cleanup.
+type cleanupFlags struct {
+	run       string
+	toxiproxy string
+	stateDir  string
+}
+
+// newCleanupCommand builds `drill cleanup [--run ID] [--toxiproxy URL]`.
+func newCleanupCommand(g *Globals) *cobra.Command {
+	var fl cleanupFlags
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Undo what killed drill runs left behind (toxics, disabled proxies, paused processes and containers)",
+		Long: `cleanup undoes every fault a drill run applied but never reverted, for
+example because the run was killed with SIGKILL or its machine was lost.
+
+It reads the run journals under the state directory ($XDG_STATE_HOME/drill,
+else ~/.local/state/drill): each fault is written there before it is applied.
+Journaled toxics are removed, disabled proxies re-enabled, paused process
+groups continued and paused containers unpaused. With --toxiproxy it also
+removes every toxic named drill-* (or drill-<run>-* with --run) from that
+Toxiproxy, journal or not.
+
+Exit code 0 when everything was undone, 5 when something could not be.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCleanup(cmd, g, fl)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.run, "run", "", "clean up one run only (its id, as drill run printed it)")
+	f.StringVar(&fl.toxiproxy, "toxiproxy", "", "Toxiproxy API URL to sweep for drill-* toxics (e.g. http://toxiproxy:8474)")
+	f.StringVar(&fl.stateDir, "state-dir", "", "directory holding the run journals (default $XDG_STATE_HOME/drill or ~/.local/state/drill)")
+	return cmd
+}
+
+func runCleanup(cmd *cobra.Command, g *Globals, fl cleanupFlags) error {
+	if fl.run != "" {
+		if err := inject.ValidRunID(fl.run); err != nil {
+			return &usageError{command: cmd.CommandPath(), err: fmt.Errorf("--run: %w", err)}
+		}
+	}
+	stateDir := fl.stateDir
+	if stateDir == "" {
+		d, err := inject.DefaultStateDir(g.Getenv)
+		if err != nil {
+			return &usageError{command: cmd.CommandPath(), err: err}
+		}
+		stateDir = d
+	}
+	opts := inject.CleanupOptions{StateDir: stateDir, RunID: fl.run, Log: g.Logger}
+	if fl.toxiproxy != "" {
+		opts.Toxiproxy = inject.NewRemote(fl.toxiproxy)
+	}
+	rep, err := inject.Cleanup(cmd.Context(), opts)
+	if werr := printCleanupReport(g.Stdout, rep); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return exitcode.Wrap(exitcode.CleanupUnverified, fmt.Errorf("clean up: %w", err))
+	}
+	return nil
+}
+
+func printCleanupReport(w io.Writer, rep inject.CleanupReport) error {
+	var err error
+	p := func(format string, a ...any) {
+		if err == nil {
+			_, err = fmt.Fprintf(w, format, a...)
+		}
+	}
+	for _, l := range rep.Removed {
+		p("removed  %s (run %s)\n", l, orUnknown(l.RunID))
+	}
+	for _, l := range rep.Gone {
+		p("gone     %s (run %s)\n", l, orUnknown(l.RunID))
+	}
+	for _, l := range rep.Failed {
+		p("FAILED   %s (run %s)\n", l, orUnknown(l.RunID))
+	}
+	if len(rep.Removed)+len(rep.Gone)+len(rep.Failed) == 0 {
+		p("nothing to clean up\n")
+	}
+	return err
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,0 +1,200 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"syscall"
+
+	"github.com/drillhq/drill/internal/inject/proctree"
+)
+
+// CleanupOptions says what [Cleanup] removes.
+type CleanupOptions struct {
+	// StateDir holds the journals (see [DefaultStateDir]); "" skips them.
+	StateDir string
+	// RunID limits cleanup to one run; "" means every run.
+	RunID string
+	// Toxiproxy, if set, is swept for toxics named drill-* (or
+	// drill-<RunID>-*) whether or not a journal knows them, and is used for
+	// journal entries that name its URL.
+	Toxiproxy Toxiproxy
+	// Docker unpauses containers; nil means [DockerPauser].
+	Docker ContainerPauser
+	// NewRemote opens the Toxiproxy named in a journal entry; nil means
+	// [NewRemote]. (A test seam.)
+	NewRemote func(url string) Toxiproxy
+	// Log gets a line per action; nil discards.
+	Log *slog.Logger
+}
+
+// CleanupReport lists what [Cleanup] did.
+type CleanupReport struct {
+	// Removed lists what was undone.
+	Removed []Leftover
+	// Gone lists journal entries whose target no longer exists (an embedded
+	// Toxiproxy that ended with its run, a process group that exited).
+	Gone []Leftover
+	// Failed lists what could not be undone; the error says why.
+	Failed []Leftover
+}
+
+// Cleanup undoes what killed runs left behind: every applied-but-not-reverted
+// journal entry (toxics removed, disabled proxies re-enabled, process groups
+// continued with SIGCONT, containers unpaused; each success is journaled as
+// reverted), then every drill toxic still on opts.Toxiproxy. It goes on after
+// a failure and returns the failures joined. Running it twice is harmless.
+func Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.NewRemote == nil {
+		opts.NewRemote = func(url string) Toxiproxy { return NewRemote(url) }
+	}
+	if opts.Docker == nil {
+		opts.Docker = DockerPauser{}
+	}
+	if opts.RunID != "" {
+		if err := ValidRunID(opts.RunID); err != nil {
+			return CleanupReport{}, fmt.Errorf("clean up: %w", err)
+		}
+	}
+	var rep CleanupReport
+	var errs []error
+	if opts.StateDir != "" {
+		errs = append(errs, cleanupJournals(ctx, opts, &rep, log)...)
+	}
+	if opts.Toxiproxy != nil {
+		prefix := ToxicPrefix
+		if opts.RunID != "" {
+			prefix = RunPrefix(opts.RunID)
+		}
+		left, err := toxicsWithPrefix(ctx, opts.Toxiproxy, prefix)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep %s: %w", opts.Toxiproxy.APIURL(), err))
+		}
+		for _, l := range left {
+			err := opts.Toxiproxy.RemoveToxic(ctx, l.Proxy, l.Toxic)
+			switch {
+			case err == nil || errors.Is(err, ErrToxicNotFound):
+				log.Info("removed leftover toxic", "toxic", l.Toxic, "proxy", l.Proxy)
+				rep.Removed = append(rep.Removed, l)
+			default:
+				rep.Failed = append(rep.Failed, l)
+				errs = append(errs, err)
+			}
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+func cleanupJournals(ctx context.Context, opts CleanupOptions, rep *CleanupReport, log *slog.Logger) []error {
+	runs := []string{opts.RunID}
+	if opts.RunID == "" {
+		var err error
+		if runs, err = JournalRuns(opts.StateDir); err != nil {
+			return []error{err}
+		}
+	}
+	var errs []error
+	for _, run := range runs {
+		entries, err := ReadJournal(JournalPath(opts.StateDir, run))
+		if errors.Is(err, os.ErrNotExist) && opts.RunID != "" {
+			log.Info("no journal for run", "run", run)
+			continue
+		}
+		if err != nil && len(entries) == 0 {
+			errs = append(errs, err)
+			continue
+		}
+		pending := Pending(entries)
+		if len(pending) == 0 {
+			continue
+		}
+		j, err := OpenJournal(opts.StateDir, run)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i := len(pending) - 1; i >= 0; i-- {
+			e := pending[i]
+			gone, err := undoEntry(ctx, opts, e)
+			l := leftoverOf(e)
+			if err != nil {
+				rep.Failed = append(rep.Failed, l)
+				errs = append(errs, fmt.Errorf("run %s: undo %s: %w", run, l, err))
+				continue
+			}
+			if gone {
+				rep.Gone = append(rep.Gone, l)
+			} else {
+				rep.Removed = append(rep.Removed, l)
+			}
+			log.Info("undid journaled fault", "run", run, "what", l.String(), "gone", gone)
+			e.Op = OpRevert
+			if err := j.Record(e); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		_ = j.Close()
+	}
+	return errs
+}
+
+// undoEntry reverts one journal entry. gone says the target no longer
+// existed, so nothing was left to undo.
+func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, err error) {
+	tp := func() Toxiproxy {
+		if opts.Toxiproxy != nil && (e.Toxiproxy == "" || e.Toxiproxy == opts.Toxiproxy.APIURL()) {
+			return opts.Toxiproxy
+		}
+		return opts.NewRemote(e.Toxiproxy)
+	}
+	switch e.Kind {
+	case KindToxic:
+		err := tp().RemoveToxic(ctx, e.Proxy, e.Toxic)
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.Is(err, ErrToxicNotFound), errors.Is(err, ErrProxyNotFound):
+			return true, nil
+		case e.Embedded && isUnreachable(err):
+			return true, nil // the embedded server ended with its run
+		}
+		return false, err
+	case KindProxyDisabled:
+		err := tp().SetEnabled(ctx, e.Proxy, true)
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.Is(err, ErrProxyNotFound), e.Embedded && isUnreachable(err):
+			return true, nil
+		}
+		return false, err
+	case KindProxyCreated:
+		err := tp().DeleteProxy(ctx, e.Proxy)
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.Is(err, ErrProxyNotFound), e.Embedded && isUnreachable(err):
+			return true, nil
+		}
+		return false, err
+	case KindProcessPause:
+		if tree, _ := proctree.Tree(e.PGID); len(tree) == 0 {
+			return true, nil
+		}
+		return false, proctree.Cont(e.PGID, e.PIDs)
+	case KindContainerPause:
+		return false, opts.Docker.Unpause(ctx, e.Container)
+	}
+	return false, fmt.Errorf("unknown journal kind %q", e.Kind)
+}
+
+// isUnreachable reports a refused or failed connection to the API.
+func isUnreachable(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrCallTimeout)
+}
