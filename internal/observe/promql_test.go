@@ -143,7 +143,9 @@ func TestPromQLRunNotesErrorsAndWarnings(t *testing.T) {
 	if c := count(ev, func(e event.Event) bool { return e.Kind == event.Note && strings.Contains(e.Detail, "query timed out") }); c != 1 {
 		t.Errorf("%d error notes, want 1 (repeats folded):\n%s", c, dump(ev))
 	}
-	if c := count(ev, func(e event.Event) bool { return e.Kind == event.Note && strings.Contains(e.Detail, "warning: partial data") }); c != 1 {
+	if c := count(ev, func(e event.Event) bool {
+		return e.Kind == event.Note && strings.Contains(e.Detail, "warning: partial data")
+	}); c != 1 {
 		t.Errorf("%d warning notes, want 1:\n%s", c, dump(ev))
 	}
 }
