@@ -456,7 +456,8 @@ type StreamLive struct {
 	Stream string
 	// State is pending, running, done or skipped.
 	State string
-	// Window is the span the figures cover: the last whole seconds before now.
+	// Window is the span the figures cover: the last whole seconds before
+	// now, within the stream's own seconds (0: no whole second yet).
 	Window time.Duration
 	// IntendedRate and AchievedRate (completed requests) over Window, req/s.
 	IntendedRate, AchievedRate float64
@@ -497,6 +498,15 @@ func (e *Engine) Live(window time.Duration) []StreamLive {
 		if st != statePending && st != stateSkipped {
 			anchor := time.Duration(s.anchor.Load())
 			end := anchor + time.Duration(s.endRel.Load())
+			// Only the stream's own seconds: a stream that started 1 s ago
+			// is judged on that second, a finished one on its last seconds.
+			from, to := max(from, time.Duration(floorDiv(anchor, w))*w), min(to, time.Duration(floorDiv(end-1, w)+1)*w)
+			if to <= from {
+				l.Window = 0
+				out = append(out, l)
+				continue
+			}
+			l.Window = to - from
 			intended := s.intendedIn(from, to, anchor, end)
 			s.rec.window(from, to, func(b *measure.Bucket) {
 				l.Requests = b.Requests
