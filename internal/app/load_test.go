@@ -1,0 +1,67 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/measure"
+)
+
+func TestLoadCommandFlags(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bad" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	save := filepath.Join(t.TempDir(), "series.json")
+	var out, errOut bytes.Buffer
+	g := &Globals{Stdout: &out, Stderr: &errOut}
+	err := Run(context.Background(), g, []string{"load", "--url", srv.URL + "/ok", "--url", srv.URL + "/bad",
+		"--rate", "20/s", "--duration", "1s", "--progress", "-1s", "--late", "500ms", "--late-fraction", "0.5", "--save", save})
+	if err != nil {
+		t.Fatalf("drill load: %v\n%s", err, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "p99") {
+		t.Fatalf("summary:\n%s", out.String())
+	}
+	fields := strings.Fields(lines[1])
+	if fields[0] != "load" || fields[1] != "20" || !strings.Contains(lines[1], "10 (503:10)") {
+		t.Fatalf("summary line %q", lines[1])
+	}
+	data, err := os.ReadFile(save)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series map[string]*measure.Series
+	if err := json.Unmarshal(data, &series); err != nil {
+		t.Fatal(err)
+	}
+	if got := series["load"].Total().Requests; got != 20 {
+		t.Fatalf("saved series has %d requests", got)
+	}
+}
+
+func TestLoadCommandBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"load"},
+		{"load", "--url", "http://127.0.0.1:1", "--rate", "fast"},
+		{"load", "--url", "/relative"},
+		{"load", "--url", "http://127.0.0.1:1", "-H", "nocolon"},
+	} {
+		var out, errOut bytes.Buffer
+		err := Run(context.Background(), &Globals{Stdout: &out, Stderr: &errOut}, args)
+		if exitcode.Code(err) != exitcode.BadInput {
+			t.Errorf("%v: err %v (code %d), want exit 2", args, err, exitcode.Code(err))
+		}
+	}
+}
