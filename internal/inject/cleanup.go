@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/drillhq/drill/internal/inject/proctree"
@@ -194,7 +195,10 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, er
 	return false, fmt.Errorf("unknown journal kind %q", e.Kind)
 }
 
-// isUnreachable reports a refused or failed connection to the API.
+// isUnreachable reports a refused connection to the API, or no answer. The
+// v2 client formats some transport errors with %v, so the text is checked
+// too.
 func isUnreachable(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrCallTimeout)
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrCallTimeout) ||
+		strings.Contains(err.Error(), "connection refused")
 }

@@ -1,0 +1,231 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil"
+)
+
+// eventuallyStopped waits (up to 10s) until every process of the group's
+// tree is in state want (stopped or not): signal delivery is asynchronous.
+func eventuallyStopped(t *testing.T, pgid int, want bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := allStopped(t, pgid)
+		if got == want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func allStopped(t *testing.T, pgid int) bool {
+	t.Helper()
+	procs, err := proctree.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, _ := proctree.Tree(pgid)
+	for _, pid := range tree {
+		if procs[pid].State != 'T' && procs[pid].State != 't' {
+			return false
+		}
+	}
+	return len(tree) > 0
+}
+
+func TestProcessPauseStopsAndResumesPostgres(t *testing.T) {
+	pg := testutil.Postgres(t)
+	env, _ := testEnv(t, nil)
+	env.Processes = map[string]int{"pg": pg.PGID}
+	held := mustConnect(t, pg, pg.Addr)
+	roundTrip(t, held)
+
+	var stack Stack
+	rev := inject(t, scenario.Fault{Name: "freeze", Type: scenario.FaultProcessPause, Dependency: "pg"}, env)
+	stack.Push("freeze", rev)
+	if !eventuallyStopped(t, pg.PGID, true) {
+		t.Fatal("not every process of the cluster is stopped")
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, err := held.Exec(ctx, "SELECT 1", pgx.QueryExecModeSimpleProtocol)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("query on a frozen server returned: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	// The run is interrupted (Ctrl-C): the stack reverts with a cancelled ctx.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := stack.RevertAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil { // unlike a timeout toxic, the held connection survives
+			t.Fatalf("held query failed after resume: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("held query still blocked 15s after SIGCONT")
+	}
+	if eventuallyStopped(t, pg.PGID, false) {
+		t.Fatal("cluster still stopped")
+	}
+	roundTrip(t, mustConnect(t, pg, pg.Addr))
+	assertClean(t, nil, env)
+}
+
+func TestCleanupAfterKilledRun(t *testing.T) {
+	pg := testutil.Postgres(t)
+	tp := startRemoteServer(t)
+	pauseProxy, pauseAddr := pgProxy(t, tp, pg)
+	downProxy, downAddr := pgProxy(t, tp, pg)
+	env, state := testEnv(t, tp)
+	env.Processes = map[string]int{"pg": pg.PGID}
+
+	// A run applies three faults and is SIGKILLed: no revert runs.
+	inject(t, scenario.Fault{Name: "pause", Type: scenario.FaultTimeout, Proxy: pauseProxy, Stream: "both", Timeout: dur(0)}, env)
+	inject(t, scenario.Fault{Name: "down", Type: scenario.FaultDown, Proxy: downProxy}, env)
+	inject(t, scenario.Fault{Name: "freeze", Type: scenario.FaultProcessPause, Dependency: "pg"}, env)
+	env.Journal.Close()
+	// Another run's toxic that no journal here knows about.
+	other := ToxicName("20260101.000000.abcdef", "x", "")
+	if err := tp.AddToxic(context.Background(), pauseProxy, Toxic{Name: other, Type: "latency", Stream: "downstream", Toxicity: 1,
+		Attributes: map[string]any{"latency": 1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	left, err := Leftovers(ctx, tp)
+	if err != nil || len(left) != 3 {
+		t.Fatalf("Leftovers = %v %v, want 3 toxics", left, err)
+	}
+	if left[0].RunID != "20260101.000000.abcdef" || left[1].RunID != env.RunID {
+		t.Fatalf("leftover runs not sorted/parsed: %+v", left)
+	}
+
+	rep, err := Cleanup(ctx, CleanupOptions{StateDir: state, RunID: env.RunID})
+	if err != nil {
+		t.Fatalf("Cleanup: %v (report %+v)", err, rep)
+	}
+	if len(rep.Removed) != 4 { // 2 toxics, 1 proxy, 1 process group
+		t.Fatalf("removed %v", rep.Removed)
+	}
+	if eventuallyStopped(t, pg.PGID, false) {
+		t.Fatal("postgres still stopped after cleanup")
+	}
+	for _, addr := range []string{pauseAddr, downAddr} {
+		c := mustConnect(t, pg, addr)
+		if rtt := minRoundTrip(t, c, 3); rtt > 200*time.Millisecond {
+			t.Fatalf("round trip via %s after cleanup %v", addr, rtt)
+		}
+	}
+	// Only the other run's toxic remains; a sweep of every run removes it.
+	left, _ = Leftovers(ctx, tp)
+	if len(left) != 1 || left[0].Toxic != other {
+		t.Fatalf("after run cleanup: %v", left)
+	}
+	rep, err = Cleanup(ctx, CleanupOptions{StateDir: state, Toxiproxy: tp})
+	if err != nil || len(rep.Removed) != 1 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	if left, _ = Leftovers(ctx, tp); len(left) != 0 {
+		t.Fatalf("after sweep: %v", left)
+	}
+	entries, _ := ReadJournal(JournalPath(state, env.RunID))
+	if p := Pending(entries); len(p) != 0 {
+		t.Fatalf("journal pending after cleanup: %+v", p)
+	}
+	// Idempotent.
+	rep, err = Cleanup(ctx, CleanupOptions{StateDir: state, Toxiproxy: tp})
+	if err != nil || len(rep.Removed)+len(rep.Failed) != 0 {
+		t.Fatalf("second cleanup: %+v %v", rep, err)
+	}
+}
+
+func TestCleanupEmbeddedRunIsGone(t *testing.T) {
+	e, err := NewEmbedded(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	if _, err := e.CreateProxy(context.Background(), "svc", "", up.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	env, state := testEnv(t, e)
+	inject(t, scenario.Fault{Name: "slow", Type: scenario.FaultLatency, Proxy: "svc", Latency: dur(time.Second)}, env)
+	e.Close() // the process that embedded it died
+	rep, err := Cleanup(context.Background(), CleanupOptions{StateDir: state})
+	if err != nil || len(rep.Gone) != 1 || len(rep.Removed) != 0 {
+		t.Fatalf("cleanup of a dead embedded run: %+v %v", rep, err)
+	}
+}
+
+func TestCheckOnPath(t *testing.T) {
+	pg := testutil.Postgres(t)
+	modes(t, func(t *testing.T, tp Toxiproxy) {
+		proxy, addr := pgProxy(t, tp, pg)
+		query := func(addr string) func(ctx context.Context) error {
+			return func(ctx context.Context) error {
+				c, err := connectVia(ctx, pg, addr)
+				if err != nil {
+					return err
+				}
+				defer c.Close(ctx)
+				_, err = c.Exec(ctx, "SELECT 1")
+				return err
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := CheckOnPath(ctx, tp, proxy, query(addr)); err != nil {
+			t.Fatalf("traffic through the proxy: %v", err)
+		}
+		// Let the first drive's closing bytes pass before counting again.
+		settle(t, tp, proxy)
+		err := CheckOnPath(ctx, tp, proxy, query(pg.Addr))
+		if !errors.Is(err, ErrNotOnPath) {
+			t.Fatalf("traffic around the proxy: want ErrNotOnPath, got %v", err)
+		}
+		t.Log(err)
+	})
+}
+
+// settle waits until the proxy's counters stop moving for 300ms.
+func settle(t *testing.T, tp Toxiproxy, proxy string) {
+	t.Helper()
+	last, stableSince := int64(-1), time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		c, err := tp.Counters(context.Background(), proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Total() != last {
+			last, stableSince = c.Total(), time.Now()
+		} else if time.Since(stableSince) > 300*time.Millisecond {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("proxy counters never settled")
+}
