@@ -175,6 +175,7 @@ func (s *Service) routes() *http.ServeMux {
 		mux.HandleFunc("GET /health", s.health.ServeLive)
 	}
 	if s.cfg.DebugEndpoints {
+		refsvc.RegisterPprof(mux)
 		mux.HandleFunc("POST /debug/watchdog/stop", func(w http.ResponseWriter, _ *http.Request) {
 			s.logger.Warn("watchdog stopped by debug endpoint; liveness will fail")
 			s.wd.Stop()
