@@ -1,0 +1,147 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/record/recordtest"
+	"github.com/drillhq/drill/internal/report"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s differs (run go test -update to accept):\n%s", path, got)
+	}
+}
+
+func runs() map[string]*record.Run {
+	bad := recordtest.Run(recordtest.Options{Naive: true, Scale: 10})
+	invalid := recordtest.Run(recordtest.Options{Scale: 10})
+	invalid.Validity.LoadBehind = []record.StreamLag{{Stream: "card-auth", Late: 400, Requests: 7700, Fraction: 0.052, Budget: 0.01, LateAfter: 10e6}}
+	invalid.Cleanup = record.Cleanup{Leftovers: []record.Leftover{{Kind: "toxic", Name: "drill-a1b2c3-tax-brownout",
+		Detail: "on proxy tax-api", Remove: "drill cleanup --run-id drill-20260101T120000Z-a1b2c3"}}}
+	return map[string]*record.Run{
+		"correct": recordtest.Run(recordtest.Options{Scale: 10}),
+		"naive":   bad,
+		"unclean": invalid,
+	}
+}
+
+func TestSummaryGolden(t *testing.T) {
+	for name, run := range runs() {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := report.Summary(&buf, run); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "summary-"+name+".golden.txt", buf.Bytes())
+		})
+	}
+}
+
+func TestJUnitGolden(t *testing.T) {
+	for name, run := range runs() {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := report.WriteJUnit(&buf, run); err != nil {
+				t.Fatal(err)
+			}
+			// Well-formed XML with the expected counts.
+			var doc struct {
+				Tests    int `xml:"tests,attr"`
+				Failures int `xml:"failures,attr"`
+				Errors   int `xml:"errors,attr"`
+			}
+			if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+				t.Fatalf("junit.xml is not well-formed: %v", err)
+			}
+			if doc.Tests != len(run.Results)+2 {
+				t.Errorf("tests = %d, want %d", doc.Tests, len(run.Results)+2)
+			}
+			golden(t, "junit-"+name+".golden.xml", buf.Bytes())
+		})
+	}
+}
+
+func TestWriteAll(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "reports", "payment-tax-brownout-20260101T120000Z")
+	run := recordtest.Run(recordtest.Options{Naive: true, Scale: 10})
+	if err := report.WriteAll(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{report.RunFile, report.JUnitFile, report.HTMLFile} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"s3cr3t-token", "hunter2"} {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s contains the secret %q", f, secret)
+			}
+		}
+	}
+	html, _ := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	imgs := regexp.MustCompile(`<img alt="([^"]+)" src="data:image/png;base64,[^"]{1000,}">`).FindAllSubmatch(html, -1)
+	var titles []string
+	for _, m := range imgs {
+		titles = append(titles, string(m[1]))
+	}
+	want := []string{"Latency: card-auth", "Throughput: card-auth", "Latency: tax", "Throughput: tax", "Ready replicas",
+		"Metric: bulkhead_active_workers", "Metric: bulkhead_rejections_total"}
+	if strings.Join(titles, "|") != strings.Join(want, "|") {
+		t.Errorf("plots = %v, want %v", titles, want)
+	}
+	for _, s := range []string{
+		"VERDICT: FAIL (exit 1)", "auth-p99-during-brownout", "liveness probe failed", "received SIGTERM",
+		`<tr class="k-container-restart">`, "fault:tax-brownout", "REDACTED",
+	} {
+		if !bytes.Contains(html, []byte(s)) {
+			t.Errorf("report.html lacks %q", s)
+		}
+	}
+	if bytes.Contains(html, []byte("http://")) || bytes.Contains(html, []byte("https://")) {
+		t.Error("report.html loads something from the network; it must be self-contained")
+	}
+	loaded, err := record.Load(filepath.Join(dir, report.RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.ExitCode != record.ExitFail {
+		t.Errorf("run.json exit code %d, want 1", loaded.ExitCode)
+	}
+}
+
+func TestWriteAllReportsUnwritableDirectory(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := report.WriteAll(filepath.Join(f, "sub"), recordtest.Run(recordtest.Options{Scale: 50}))
+	if err == nil || !strings.Contains(err.Error(), "create report directory") {
+		t.Errorf("WriteAll into a file: %v", err)
+	}
+}

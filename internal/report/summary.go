@@ -1,0 +1,223 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/plan"
+	"github.com/drillhq/drill/internal/record"
+)
+
+// maxSummaryEvidence caps the evidence lines printed per assertion.
+const maxSummaryEvidence = 5
+
+// Summary writes the terminal summary of run to w: per assertion its
+// verdict, figure, bound and window (with the message and first evidence
+// of any that did not pass); per stream and window the rate, p50, p90,
+// p99, max and errors; validity and cleanup; and a final line
+// "VERDICT: PASS|FAIL|INVALID|ABORTED|CLEANUP UNVERIFIED (exit N): reason".
+// Authorization values are redacted. It returns the first write error.
+func Summary(w io.Writer, run *record.Run) error {
+	run = record.Redact(run)
+	ew := &errWriter{w: w}
+	code, why := run.Decide()
+
+	title := run.Name()
+	if title == "" {
+		title = "(unnamed scenario)"
+	}
+	fmt.Fprintf(ew, "drill %s  run %s", title, run.RunID)
+	if !run.StartedAt.IsZero() {
+		fmt.Fprintf(ew, "  started %s", run.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	if run.ScenarioFile != "" {
+		fmt.Fprintf(ew, "  (%s)", run.ScenarioFile)
+	}
+	fmt.Fprintln(ew)
+
+	fmt.Fprintln(ew, "\nASSERTIONS")
+	if len(run.Results) == 0 {
+		fmt.Fprintln(ew, "  (none)")
+	} else {
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  VERDICT\tNAME\tTYPE\tWINDOW\tFIGURE\tBOUND")
+		for _, r := range run.Results {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", verdictWord(r.Verdict), r.Name, r.Type, r.Window, r.Figure.Text, r.Bound)
+		}
+		tw.Flush()
+		for _, r := range run.Results {
+			if r.Verdict == assert.Pass {
+				continue
+			}
+			fmt.Fprintf(ew, "\n  %s %s: %s\n", verdictWord(r.Verdict), r.Name, r.Message)
+			if r.Source != "" {
+				fmt.Fprintf(ew, "    source: %s\n", r.Source)
+			}
+			for i, e := range r.Evidence {
+				if i == maxSummaryEvidence {
+					fmt.Fprintf(ew, "    ... %d more in the report\n", len(r.Evidence)-i)
+					break
+				}
+				pod := ""
+				if e.Pod != "" {
+					pod = " " + e.Pod
+				}
+				fmt.Fprintf(ew, "    - %s%s: %s\n", assert.FormatOffset(e.At), pod, e.Detail)
+				for _, l := range lastN(e.Logs, 3) {
+					fmt.Fprintf(ew, "        | %s\n", l)
+				}
+			}
+		}
+	}
+
+	if len(run.Series) > 0 {
+		fmt.Fprintln(ew, "\nSTREAMS")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STREAM\tWINDOW\tRATE\tREQUESTS\tP50\tP90\tP99\tMAX\tERRORS\tSHED")
+		for _, row := range streamRows(run) {
+			s := row.stats
+			fmt.Fprintf(tw, "  %s\t%s\t%.1f/s\t%d\t%s\t%s\t%s\t%s\t%d (%s)\t%d\n", row.stream, row.window, s.Rate, s.Requests,
+				assert.FormatDuration(s.P50), assert.FormatDuration(s.P90), assert.FormatDuration(s.P99), assert.FormatDuration(s.Max),
+				s.Failures, assert.FormatPercent(s.ErrorRate), s.Shed)
+		}
+		tw.Flush()
+	}
+
+	fmt.Fprintln(ew)
+	if run.Validity.Valid() {
+		fmt.Fprintln(ew, "VALIDITY  ok: the load generator kept its schedule and every fault was on the path")
+	} else {
+		fmt.Fprintf(ew, "VALIDITY  INVALID: %s\n", run.Validity.Summary())
+	}
+	for _, wn := range run.Validity.Warnings {
+		fmt.Fprintf(ew, "          warning: %s\n", wn)
+	}
+	if run.Cleanup.Verified {
+		fmt.Fprintln(ew, "CLEANUP   verified: every injected fault was removed")
+	} else {
+		fmt.Fprintln(ew, "CLEANUP   NOT VERIFIED")
+		for _, l := range run.Cleanup.Leftovers {
+			fmt.Fprintf(ew, "          %s %s may still be active", l.Kind, l.Name)
+			if l.Detail != "" {
+				fmt.Fprintf(ew, " (%s)", l.Detail)
+			}
+			if l.Remove != "" {
+				fmt.Fprintf(ew, "; remove it with: %s", l.Remove)
+			}
+			fmt.Fprintln(ew)
+		}
+	}
+	if run.Aborted != "" {
+		fmt.Fprintf(ew, "ABORTED   %s\n", run.Aborted)
+	}
+	fmt.Fprintf(ew, "\nVERDICT: %s (exit %d): %s\n", codeWord(code), code, why)
+	return ew.err
+}
+
+// verdictWord renders a verdict for the terminal.
+func verdictWord(v assert.Verdict) string {
+	switch v {
+	case assert.Pass:
+		return "PASS"
+	case assert.Fail:
+		return "FAIL"
+	}
+	return "ERROR"
+}
+
+// codeWord names an exit code.
+func codeWord(code int) string {
+	switch code {
+	case record.ExitPass:
+		return "PASS"
+	case record.ExitFail:
+		return "FAIL"
+	case record.ExitBadInput:
+		return "BAD INPUT"
+	case record.ExitCouldNotRun:
+		return "ABORTED"
+	case record.ExitInvalid:
+		return "INVALID"
+	case record.ExitCleanupFailed:
+		return "CLEANUP UNVERIFIED"
+	}
+	return fmt.Sprintf("EXIT %d", code)
+}
+
+type streamRow struct {
+	stream, window string
+	stats          assert.StreamStats
+}
+
+// streamRows summarises each stream over each plan window (run first,
+// then the plan's order), skipping windows where the stream sent nothing.
+func streamRows(run *record.Run) []streamRow {
+	var names []string
+	for n := range run.Series {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var wins []plan.Window
+	if run.Plan != nil {
+		wins = append(wins, run.Plan.Windows...)
+		sort.SliceStable(wins, func(i, j int) bool { return wins[i].Name == "run" && wins[j].Name != "run" })
+	}
+	var rows []streamRow
+	for _, n := range names {
+		s := run.Series[n]
+		if s == nil {
+			continue
+		}
+		if len(wins) == 0 {
+			from, to := seriesSpan(s)
+			rows = append(rows, streamRow{n, "all", assert.Stats(s.Window(from, to))})
+			continue
+		}
+		for _, w := range wins {
+			b := s.Window(w.Start, w.End)
+			if b.Requests == 0 && b.Intended == 0 {
+				continue
+			}
+			rows = append(rows, streamRow{n, w.Name, assert.Stats(b)})
+		}
+	}
+	return rows
+}
+
+// seriesSpan returns the time covered by s's buckets.
+func seriesSpan(s *measure.Series) (from, to time.Duration) {
+	if len(s.Buckets) == 0 {
+		return 0, 0
+	}
+	first, last := s.Buckets[0], s.Buckets[len(s.Buckets)-1]
+	return first.Start, last.Start + last.Width
+}
+
+func lastN(lines []string, n int) []string {
+	if len(lines) <= n {
+		return lines
+	}
+	return lines[len(lines)-n:]
+}
+
+// errWriter keeps the first write error and ignores later writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, nil
+}
