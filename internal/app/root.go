@@ -55,6 +55,7 @@ func commands() []func(*Globals) *cobra.Command {
 		newSchemaCommand,
 		newServeCommand,
 		newCleanupCommand,
+		newReportCommand,
 		newVersionCommand,
 	}
 }
