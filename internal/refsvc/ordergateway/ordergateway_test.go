@@ -1,0 +1,304 @@
+package ordergateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drillhq/drill/internal/refsvc"
+	"github.com/drillhq/drill/internal/refsvc/refsvctest"
+	"github.com/drillhq/drill/internal/testutil"
+)
+
+func TestOrderID(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body, want, wantErr string
+	}{
+		{"string", `{"id":"o-1","amount":3}`, "o-1", ""},
+		{"number", `{"id":42}`, "42", ""},
+		{"missing", `{"amount":3}`, "", "id is required"},
+		{"null", `{"id":null}`, "", "id is required"},
+		{"empty", `{"id":""}`, "", "must not be empty"},
+		{"object", `{"id":{}}`, "", "string or a number"},
+		{"not json", `id=1`, "", "decode order"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := orderID([]byte(tt.body))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("orderID(%s) error = %v, want one containing %q", tt.body, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("orderID(%s) = %q, %v; want %q", tt.body, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		mod     func(*Config)
+		wantErr []string
+	}{
+		{"defaults", func(*Config) {}, nil},
+		{"no dsn", func(c *Config) { c.DatabaseURL = "" }, []string{"--database-url"}},
+		{"bad build", func(c *Config) { c.Build = "fast" }, []string{`--build: unknown build "fast"; available: correct, naive`}},
+		{"bad pressure", func(c *Config) { c.Pressure = "loose" }, []string{`--ready-pressure: unknown mode "loose"`}},
+		{"several", func(c *Config) { c.PoolSize = -1; c.MaxInFlight = -2; c.PressureThreshold = 2 },
+			[]string{"--pool-size", "--max-inflight", "--pressure-threshold"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := Config{DatabaseURL: "postgres://x@127.0.0.1:1/db"}
+			tt.mod(&c)
+			c.SetDefaults()
+			err := c.Validate()
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want errors %q", tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %v, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestPressureCheck covers the three modes of the MC-PS-01 / ADR 0077
+// decision without a database.
+func TestPressureCheck(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		mode      PressureMode
+		inflight  int64
+		lastOKAgo time.Duration // < 0: never
+		wantFail  bool
+	}{
+		{"stalled below threshold", PressureStalled, 89, -1, false},
+		{"stalled at threshold but draining", PressureStalled, 90, 10 * time.Millisecond, false},
+		{"stalled at threshold, no write for long", PressureStalled, 95, 5 * time.Second, true},
+		{"stalled at threshold, never written", PressureStalled, 100, -1, true},
+		{"strict below", PressureStrict, 89, -1, false},
+		{"strict at threshold though draining", PressureStrict, 90, 10 * time.Millisecond, true},
+		{"off full and stalled", PressureOff, 100, -1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := New(Config{DatabaseURL: "postgres://x@127.0.0.1:1/db", MaxInFlight: 100, Pressure: tt.mode, PressureWindow: time.Second}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.inflight.Store(tt.inflight)
+			if tt.lastOKAgo >= 0 {
+				s.base = time.Now().Add(-time.Hour)
+				s.lastOK.Store(int64(time.Since(s.base) - tt.lastOKAgo))
+			}
+			err = s.pressureCheck(context.Background())
+			if (err != nil) != tt.wantFail {
+				t.Fatalf("pressureCheck() = %v, want failure %v", err, tt.wantFail)
+			}
+		})
+	}
+}
+
+func startGateway(t *testing.T, cfg Config) (*Service, string) {
+	t.Helper()
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, refsvctest.Run(t, s)
+}
+
+// TestOrdersAreWritten: the request path writes orders and the correct
+// build starts; several replicas create the table concurrently.
+func TestOrdersAreWritten(t *testing.T) {
+	pg := testutil.Postgres(t)
+	const replicas = 3
+	urls := make([]string, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		_, urls[i] = startGateway(t, Config{DatabaseURL: pg.DSN})
+	}
+	for _, u := range urls {
+		refsvctest.WaitStatus(t, u+refsvc.PathStartup, http.StatusOK, 20*time.Second)
+	}
+	const perReplica = 20
+	for i, u := range urls {
+		for j := range perReplica {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := refsvctest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"o-%d-%d","amount_cents":100}`, i, j), 5*time.Second)
+				if r.Status != http.StatusCreated {
+					t.Errorf("POST /orders: status %d body %q err %v", r.Status, r.Body, r.Err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	r := refsvctest.Do(http.MethodPost, urls[0]+"/orders", `{"amount_cents":100}`, 5*time.Second)
+	if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, CodeInvalid) {
+		t.Errorf("POST /orders without id: status %d body %q, want 400 %s", r.Status, r.Body, CodeInvalid)
+	}
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != replicas*perReplica {
+		t.Errorf("orders in the table = %d, want %d", n, replicas*perReplica)
+	}
+}
+
+// TestCorrectBuildUnderDatabasePause is the INC-3119 drill in small: with
+// PostgreSQL black-holed, liveness stays 200 without delay, readiness fails
+// fast (its 250 ms timeout), orders fail with 503 within their deadline,
+// and everything recovers when the pause ends.
+func TestCorrectBuildUnderDatabasePause(t *testing.T) {
+	pg := testutil.Postgres(t)
+	px := refsvctest.Toxiproxy(t, pg.Addr)
+	_, u := startGateway(t, Config{DatabaseURL: px.DSN(t, pg.DSN)})
+	refsvctest.WaitStatus(t, u+refsvc.PathStartup, http.StatusOK, 20*time.Second)
+	refsvctest.WaitStatus(t, u+refsvc.PathReady, http.StatusOK, 5*time.Second)
+	if r := refsvctest.Do(http.MethodPost, u+"/orders", `{"id":"before"}`, 5*time.Second); r.Status != http.StatusCreated {
+		t.Fatalf("POST /orders before the pause: %d %q %v", r.Status, r.Body, r.Err)
+	}
+
+	px.Pause(t)
+	// An order in flight during the pause fails at its deadline.
+	order := make(chan refsvctest.Response, 1)
+	go func() { order <- refsvctest.Do(http.MethodPost, u+"/orders", `{"id":"during"}`, 10*time.Second) }()
+
+	for i := range 3 {
+		live := refsvctest.Do(http.MethodGet, u+refsvc.PathLive, "", 2*time.Second)
+		if live.Status != http.StatusOK || live.Elapsed > time.Second {
+			t.Errorf("liveness %d during the pause: status %d in %s (err %v), want 200 at once", i, live.Status, live.Elapsed, live.Err)
+		}
+		ready := refsvctest.Do(http.MethodGet, u+refsvc.PathReady, "", 2*time.Second)
+		if ready.Status != http.StatusServiceUnavailable || ready.Elapsed > 900*time.Millisecond {
+			t.Errorf("readiness %d during the pause: status %d in %s (err %v), want 503 within its 250 ms timeout", i, ready.Status, ready.Elapsed, ready.Err)
+		}
+		if !strings.Contains(ready.Body, "database") {
+			t.Errorf("readiness body %q does not name the failing database check", ready.Body)
+		}
+	}
+	// Startup stays 200 for life once started.
+	if r := refsvctest.Do(http.MethodGet, u+refsvc.PathStartup, "", 2*time.Second); r.Status != http.StatusOK {
+		t.Errorf("startup during the pause: %d, want 200 (started is for life)", r.Status)
+	}
+	r := <-order
+	if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, CodeDBTimeout) || r.Elapsed > 4*time.Second {
+		t.Errorf("order during the pause: status %d body %q after %s, want 503 %s after about 1s", r.Status, r.Body, r.Elapsed, CodeDBTimeout)
+	}
+
+	px.Resume(t)
+	refsvctest.WaitStatus(t, u+refsvc.PathReady, http.StatusOK, 10*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := refsvctest.Do(http.MethodPost, u+"/orders", `{"id":"after"}`, 5*time.Second)
+		if r.Status == http.StatusCreated {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orders after the pause still fail: %d %q", r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestNaiveBuildBlocksUnderDatabasePause: the naive /health queries
+// through the request pool without a timeout of its own, so a 1 s prober
+// times out on it during the pause (what makes the kubelet restart the
+// replica), and it answers again after.
+func TestNaiveBuildBlocksUnderDatabasePause(t *testing.T) {
+	pg := testutil.Postgres(t)
+	px := refsvctest.Toxiproxy(t, pg.Addr)
+	_, u := startGateway(t, Config{DatabaseURL: px.DSN(t, pg.DSN), Build: refsvc.BuildNaive})
+	refsvctest.WaitStatus(t, u+"/health", http.StatusOK, 20*time.Second)
+
+	px.Pause(t)
+	for _, path := range []string{"/health", refsvc.PathLive} {
+		r := refsvctest.Do(http.MethodGet, u+path, "", time.Second)
+		if r.Err == nil {
+			t.Errorf("naive %s during the pause answered %d %q; want it to block past the 1s probe timeout", path, r.Status, r.Body)
+		}
+	}
+	px.Resume(t)
+	refsvctest.WaitStatus(t, u+"/health", http.StatusOK, 10*time.Second)
+}
+
+// TestDrainOnShutdown: refsvc.Serve fails readiness and stops cleanly when
+// its context ends.
+func TestServeDrains(t *testing.T) {
+	pg := testutil.Postgres(t)
+	s, err := New(Config{DatabaseURL: pg.DSN}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Health().Started() {
+		t.Fatal("started before Start")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	ln := listen(t)
+	go func() { errc <- refsvc.Serve(ctx, nil, ln, s, 5*time.Second) }()
+	u := "http://" + ln.Addr().String()
+	refsvctest.WaitStatus(t, u+refsvc.PathStartup, http.StatusOK, 20*time.Second)
+	s.Drain()
+	r := refsvctest.Do(http.MethodGet, u+refsvc.PathReady, "", time.Second)
+	var body map[string]any
+	_ = json.Unmarshal([]byte(r.Body), &body)
+	if r.Status != http.StatusServiceUnavailable || body["status"] != "draining" {
+		t.Errorf("readiness after Drain: %d %q, want 503 draining", r.Status, r.Body)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("Serve() = %v, want nil after a clean shutdown", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve did not return within 15s of cancel")
+	}
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
