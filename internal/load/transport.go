@@ -106,15 +106,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	s.inflight.Add(1)
-	done := &once{}
-	finish := func(in, out, retries int64) {
-		if done.do() {
-			s.inflight.Add(-1)
-			if seqOK {
-				s.rec.addTransfer(s.intendedOffset(seq, time.Now()), in, out, retries)
-			}
-		}
-	}
+	rs := &reqState{s: s, seq: seq, seqOK: seqOK}
+	finish := rs.finish
 
 	var body []byte
 	if v := req.Header.Get(tplHeader); v != "" {
@@ -158,7 +151,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				finish(0, out, retries)
 				return nil, err
 			}
-			resp.Body = &countingBody{ReadCloser: resp.Body, done: func(n int64) { finish(n, out, retries) }}
+			rs.out, rs.retries, rs.body = out, retries, resp.Body
+			resp.Body = rs
 			return resp, nil
 		}
 		wait := s.retry.interval
@@ -174,7 +168,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				finish(0, out, retries)
 				return nil, err
 			}
-			resp.Body = &countingBody{ReadCloser: resp.Body, done: func(n int64) { finish(n, out, retries) }}
+			rs.out, rs.retries, rs.body = out, retries, resp.Body
+			resp.Body = rs
 			return resp, nil
 		}
 		if resp != nil {
@@ -238,26 +233,36 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// countingBody counts the bytes read and reports them once, on Close.
-type countingBody struct {
-	io.ReadCloser
-	n    int64
-	done func(int64)
+// reqState follows one request through the transport: it is the
+// response body handed to vegeta (counting the bytes read) and reports
+// in-flight end, bytes and retries exactly once (on Close, or on error).
+type reqState struct {
+	s                *stream
+	seq              uint64
+	seqOK            bool
+	body             io.ReadCloser
+	in, out, retries int64
+	done             atomic.Bool
 }
 
-func (c *countingBody) Read(p []byte) (int, error) {
-	n, err := c.ReadCloser.Read(p)
-	c.n += int64(n)
+func (r *reqState) Read(p []byte) (int, error) {
+	n, err := r.body.Read(p)
+	r.in += int64(n)
 	return n, err
 }
 
-func (c *countingBody) Close() error {
-	err := c.ReadCloser.Close()
-	c.done(c.n)
+func (r *reqState) Close() error {
+	err := r.body.Close()
+	r.finish(r.in, r.out, r.retries)
 	return err
 }
 
-// once is a tiny sync.Once that reports whether this call was the first.
-type once struct{ v atomic.Bool }
-
-func (o *once) do() bool { return o.v.CompareAndSwap(false, true) }
+func (r *reqState) finish(in, out, retries int64) {
+	if !r.done.CompareAndSwap(false, true) {
+		return
+	}
+	r.s.inflight.Add(-1)
+	if r.seqOK {
+		r.s.rec.addTransfer(r.s.intendedOffset(r.seq, time.Now()), in, out, retries)
+	}
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Load engine benchmarks (make bench). Prints figures; asserts nothing.
+#
+#   bench/run.sh            saturation vs vegeta CLI, seeds' 60 s, accuracy, memory 1 min
+#   bench/run.sh --long     memory over 10 min instead of 1 min
+#   bench/run.sh --quick    short smoke run of every benchmark (figures not meaningful)
+#
+# Needs: go, network access to the Go module proxy (installs the vegeta CLI
+# v12.13.0 into a temporary GOBIN). Everything runs on loopback; the stub
+# server and temp files are removed on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SAT_DUR=10s ROUNDS=3 SEEDS_DUR=60s ACC_DUR=20s MEM_DUR=60s WORKERS=32
+for arg in "$@"; do
+	case "$arg" in
+	--long) MEM_DUR=600s ;;
+	--quick) SAT_DUR=2s ROUNDS=1 SEEDS_DUR=5s ACC_DUR=3s MEM_DUR=5s ;;
+	*) echo "usage: $0 [--long] [--quick]" >&2; exit 2 ;;
+	esac
+done
+
+tmp=$(mktemp -d)
+stub_pid=""
+cleanup() {
+	if [ -n "$stub_pid" ]; then kill "$stub_pid" 2>/dev/null || true; wait "$stub_pid" 2>/dev/null || true; fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "== machine"
+echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "nproc:   $(nproc)"
+echo "cpu:     $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "go:      $(go version)"
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other work on the machine makes figures noisy)"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+echo "nofile:  $(ulimit -n)"
+
+echo "== build"
+go build -o "$tmp/stub" ./bench/stub
+go build -o "$tmp/loadbench" ./bench/loadbench
+GOBIN="$tmp/bin" go install github.com/tsenart/vegeta/v12@v12.13.0
+echo "vegeta:  $("$tmp/bin/vegeta" -version 2>&1 | head -1)"
+
+"$tmp/stub" -addr 127.0.0.1:0,127.0.0.1:0,127.0.0.1:0 >"$tmp/stub.out" &
+stub_pid=$!
+for _ in $(seq 50); do [ "$(wc -l <"$tmp/stub.out")" -ge 3 ] && break; sleep 0.1; done
+mapfile -t urls < <(awk '{print $2}' "$tmp/stub.out")
+[ "${#urls[@]}" -eq 3 ] || { echo "stub did not start" >&2; exit 1; }
+url1=${urls[0]} url2=${urls[1]} url3=${urls[2]}
+
+echo "== (1) saturation: drill engine vs vegeta CLI, rate=max, $WORKERS workers, $SAT_DUR per run, alternating"
+drill_rates=() vegeta_rates=()
+run_drill() {
+	out=$("$tmp/loadbench" saturation -url "$url1/" -duration "$SAT_DUR" -workers "$WORKERS")
+	echo "  $out"
+	drill_rates+=("$(sed -n 's/.* rate=\([0-9]*\) req\/s.*/\1/p' <<<"$out")")
+}
+run_vegeta() {
+	echo "GET $url1/" | "$tmp/bin/vegeta" attack -rate=0 -max-workers="$WORKERS" -duration="$SAT_DUR" -output="$tmp/v.bin"
+	n=$("$tmp/bin/vegeta" report -type=json "$tmp/v.bin" | grep -o '"requests":[0-9]*' | cut -d: -f2)
+	secs=${SAT_DUR%s}
+	r=$((n / secs))
+	echo "  vegeta saturation: requests=$n seconds=$secs rate=$r req/s"
+	vegeta_rates+=("$r")
+	rm -f "$tmp/v.bin"
+}
+for i in $(seq "$ROUNDS"); do
+	if [ $((i % 2)) -eq 1 ]; then run_drill; run_vegeta; else run_vegeta; run_drill; fi
+done
+sum() { local s=0; for x in "$@"; do s=$((s + x)); done; echo "$s"; }
+d=$(sum "${drill_rates[@]}") v=$(sum "${vegeta_rates[@]}")
+awk -v d="$d" -v v="$v" -v n="$ROUNDS" 'BEGIN { printf "  mean drill %.0f req/s, vegeta %.0f req/s, ratio drill/vegeta %.3f\n", d/n, v/n, d/v }'
+
+echo "== (2) seeds: 2800 + 1400 + 150 req/s for $SEEDS_DUR against three local stub listeners"
+"$tmp/loadbench" seeds -urls "$url1/orders,$url2/auth,$url3/tax" -duration "$SEEDS_DUR"
+
+echo "== (3) accuracy: 100 req/s for $ACC_DUR through in-process Toxiproxy, without and with a 50 ms latency toxic"
+"$tmp/loadbench" accuracy -upstream "${url1#http://}" -duration "$ACC_DUR"
+
+echo "== (4) memory: 4350 req/s for $MEM_DUR (RSS sampled every 10 s)"
+"$tmp/loadbench" memory -urls "$url1/orders,$url2/auth,$url3/tax" -duration "$MEM_DUR"
