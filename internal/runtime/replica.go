@@ -90,6 +90,9 @@ type ReplicaStatus struct {
 	RestartCount int32 `json:"restartCount"`
 	// LastTermination says why the previous instance ended ("" if none did).
 	LastTermination string `json:"lastTermination,omitempty"`
+	// LastProbeFailure is the latest failed probe, "<probe>: <why>" ("" if
+	// none failed yet).
+	LastProbeFailure string `json:"lastProbeFailure,omitempty"`
 }
 
 // Address is the replica's host:port on loopback.
@@ -506,6 +509,9 @@ func (r *Replica) recordProbe(inst *instance, idx int, spec *probeSpec, ok bool,
 		return false
 	}
 	r.emitLocked(event.Event{Kind: event.ProbeResult, Probe: spec.kind, OK: ok, Detail: detail, Value: took.Seconds()})
+	if !ok {
+		r.st.LastProbeFailure = spec.kind + ": " + detail
+	}
 	t := &r.thr[idx]
 	if !t.observe(ok) {
 		return true

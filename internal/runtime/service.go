@@ -298,6 +298,9 @@ func (s *Service) notReady(want, ready int, cause error) error {
 			fmt.Fprintf(&b, " (%s)", st.Reason)
 		}
 		fmt.Fprintf(&b, ", started=%t ready=%t restarts=%d pid=%d port=%d", st.Started, st.Ready, st.RestartCount, st.PID, st.Port)
+		if st.LastProbeFailure != "" {
+			fmt.Fprintf(&b, ", last probe failure: %s", st.LastProbeFailure)
+		}
 		if st.LastTermination != "" {
 			fmt.Fprintf(&b, ", last termination: %s", st.LastTermination)
 		}

@@ -653,3 +653,28 @@ func TestStartErrors(t *testing.T) {
 		t.Errorf("temporary log directories left behind: %v", after)
 	}
 }
+
+// TestWaitReadyErrorNamesReplicas: on timeout, WaitReady names each
+// replica's state and shows its last log lines.
+func TestWaitReadyErrorNamesReplicas(t *testing.T) {
+	t.Parallel()
+	h := startService(t, ServiceSpec{Name: "slow", Replicas: 2, Env: map[string]string{"READY": "503"},
+		Probes: scenario.Probes{ReadinessProbe: httpProbe("/ready", 1, 0, 0)}})
+	h.waitEvents("readiness failures", 2, func(e event.Event) bool { return e.Kind == event.ProbeResult && !e.OK })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := h.svc.WaitReady(ctx, 1)
+	if err == nil {
+		t.Fatal("WaitReady succeeded with /ready answering 503")
+	}
+	t.Logf("WaitReady error:\n%v", err)
+	for _, want := range []string{
+		"wait for service slow: 0 of 2 replicas ready, want 1: context deadline exceeded",
+		"slow-0: running, started=true ready=false restarts=0", "slow-1: running",
+		"| test server pid",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q", want)
+		}
+	}
+}
