@@ -65,6 +65,8 @@ type Run struct {
 	Aborted string `json:"aborted,omitempty"`
 	// ExitCode is the code the run exited with (DESIGN section 7).
 	ExitCode int `json:"exitCode"`
+	// Error is the message the run ended with (empty on exit 0).
+	Error string `json:"error,omitempty"`
 	// Environment describes where the run happened.
 	Environment Environment `json:"environment"`
 }
@@ -117,6 +119,9 @@ type Cleanup struct {
 	Verified bool `json:"verified"`
 	// Leftovers are what may still be active, each with how to remove it.
 	Leftovers []Leftover `json:"leftovers,omitempty"`
+	// Command removes every leftover of the run at once (e.g. "drill
+	// cleanup --run-id ..."); empty when there is nothing to remove.
+	Command string `json:"command,omitempty"`
 }
 
 // Leftover is something the run could not verifiably remove.
@@ -184,6 +189,9 @@ func (r *Run) Decide() (int, string) {
 			if l.Remove != "" {
 				why += "; remove it with: " + l.Remove
 			}
+		}
+		if r.Cleanup.Command != "" {
+			why += "; remove everything this run left with: " + r.Cleanup.Command
 		}
 		return ExitCleanupFailed, why
 	}

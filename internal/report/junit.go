@@ -139,6 +139,9 @@ func WriteJUnit(w io.Writer, run *record.Run) error {
 		for _, l := range run.Cleanup.Leftovers {
 			lines = append(lines, fmt.Sprintf("%s %s may still be active (%s); remove it with: %s", l.Kind, l.Name, l.Detail, l.Remove))
 		}
+		if run.Cleanup.Command != "" {
+			lines = append(lines, "remove everything this run left with: "+run.Cleanup.Command)
+		}
 		clean.Error = &junitProblem{Message: "cleanup could not be verified", Type: "cleanup", Text: strings.Join(lines, "\n")}
 	} else {
 		clean.SystemOut = text("every injected fault was removed")

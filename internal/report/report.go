@@ -75,6 +75,7 @@ type htmlView struct {
 	Warnings                                      []string
 	CleanupVerified                               bool
 	Leftovers                                     []record.Leftover
+	CleanupCommand                                string
 	Aborted                                       string
 	Faults                                        []string
 	Results                                       []resultView
@@ -139,7 +140,7 @@ func buildView(run *record.Run) htmlView {
 		Title: run.Name(), RunID: run.RunID, File: run.ScenarioFile,
 		Code: code, CodeWord: codeWord(code), Why: why,
 		Valid: run.Validity.Valid(), ValiditySummary: run.Validity.Summary(), Warnings: run.Validity.Warnings,
-		CleanupVerified: run.Cleanup.Verified, Leftovers: run.Cleanup.Leftovers, Aborted: run.Aborted,
+		CleanupVerified: run.Cleanup.Verified, Leftovers: run.Cleanup.Leftovers, CleanupCommand: run.Cleanup.Command, Aborted: run.Aborted,
 	}
 	if v.Title == "" {
 		v.Title = "(unnamed scenario)"

@@ -111,6 +111,9 @@ func Summary(w io.Writer, run *record.Run) error {
 			}
 			fmt.Fprintln(ew)
 		}
+		if run.Cleanup.Command != "" {
+			fmt.Fprintf(ew, "          remove everything this run left with: %s\n", run.Cleanup.Command)
+		}
 	}
 	if run.Aborted != "" {
 		fmt.Fprintf(ew, "ABORTED   %s\n", run.Aborted)
