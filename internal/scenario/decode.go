@@ -22,7 +22,7 @@ const MaxFileSize = 4 << 20
 
 // maxNodes bounds how many YAML nodes one decode visits, so aliases that
 // expand exponentially ("billion laughs") fail cleanly.
-const maxNodes = 200_000
+const maxNodes = 50_000
 
 // maxDepth bounds nesting, including alias cycles.
 const maxDepth = 64
@@ -217,7 +217,7 @@ func binaryProblem(data []byte) (line, col int, msg string, bad bool) {
 			col = 0
 		case r == '\t' || r == '\r' || r == 0xFEFF:
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return line, col, fmt.Sprintf("not a YAML text file: control character U+%04X", r), true
+			return line, col, fmt.Sprintf("not a YAML text file (binary data?): control character U+%04X", r), true
 		}
 		i += size
 		col++

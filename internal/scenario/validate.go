@@ -554,7 +554,11 @@ func (v *validator) streams() {
 		} else if st.Duration.D() <= 0 {
 			v.errorf(p+".duration", "duration must be above 0")
 		} else if st.Start.D()+st.Duration.D() > end {
-			v.errorf(p+".duration", "stream ends (%s) after the run (duration %s)", st.Start.D()+st.Duration.D(), end)
+			where := p + ".duration"
+			if _, wrote := v.s.Positions[where]; !wrote && len(st.Steps) > 0 {
+				where = p + ".steps"
+			}
+			v.errorf(where, "stream ends (%s) after the run (duration %s)", st.Start.D()+st.Duration.D(), end)
 		}
 		if st.Timeout.D() <= 0 {
 			v.errorf(p+".timeout", "timeout must be above 0")
@@ -751,6 +755,21 @@ func (v *validator) faults() {
 	}
 }
 
+// article returns "an" or "a" for word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeioAEIO", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
 func attrAllowed(attrs []string, a string) (allowed, required bool) {
 	for _, x := range attrs {
 		if x == a {
@@ -888,6 +907,17 @@ func (v *validator) observers() {
 	}
 }
 
+// isPromQLName reports whether name is a promql observer's name (its
+// series are recorded as metric events under that name).
+func (v *validator) isPromQLName(name string) bool {
+	for _, o := range v.s.Observers.PromQL {
+		if o.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (v *validator) checkNamespace(p, ns string) {
 	k := v.s.Environment.Kubernetes
 	if ns == "" || k == nil || len(k.AllowedNamespaces) == 0 {
@@ -984,10 +1014,10 @@ func (v *validator) assertions() {
 			set := !av.Field(f.index).IsZero()
 			allowed, required := attrAllowed(fields, f.name)
 			if set && !allowed {
-				v.errorf(p+"."+f.name, "%s does not apply to a %s assertion%s", f.name, a.Type, attrList(fields))
+				v.errorf(p+"."+f.name, "%s does not apply to %s %s assertion%s", f.name, article(string(a.Type)), a.Type, attrList(fields))
 			}
 			if required && !set {
-				v.errorf(p, "a %s assertion needs %s", a.Type, f.name)
+				v.errorf(p, "%s %s assertion needs %s", capital(article(string(a.Type))), a.Type, f.name)
 			}
 		}
 		if a.Stream != "" && !oneOf(a.Stream, streams) {
@@ -1052,7 +1082,7 @@ func (v *validator) assertions() {
 			v.errorf(p+".value", "value must be a finite number")
 		}
 		if a.Metric != "" {
-			if !metricRE.MatchString(a.Metric) {
+			if !metricRE.MatchString(a.Metric) && !v.isPromQLName(a.Metric) {
 				v.errorf(p+".metric", "invalid metric name %q", a.Metric)
 			}
 			if !hasMetrics {
