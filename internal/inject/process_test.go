@@ -3,7 +3,9 @@ package inject
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,4 +230,37 @@ func settle(t *testing.T, tp Toxiproxy, proxy string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("proxy counters never settled")
+}
+
+func TestEnsureProxy(t *testing.T) {
+	modes(t, func(t *testing.T, tp Toxiproxy) {
+		up, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		env, _ := testEnv(t, tp)
+		var stack Stack
+		ctx := context.Background()
+		name := fmt.Sprintf("svc-%d", time.Now().UnixNano())
+		info, err := EnsureProxy(ctx, tp, env.RunID, scenario.Proxy{Name: name, Upstream: up.Addr().String()}, env.Journal, &stack)
+		if err != nil || info.Listen == "" || strings.HasSuffix(info.Listen, ":0") {
+			t.Fatalf("create: %+v %v", info, err)
+		}
+		again, err := EnsureProxy(ctx, tp, env.RunID, scenario.Proxy{Name: name}, env.Journal, &stack)
+		if err != nil || again.Listen != info.Listen {
+			t.Fatalf("adopt: %+v %v", again, err)
+		}
+		if _, err := EnsureProxy(ctx, tp, env.RunID, scenario.Proxy{Name: name, Upstream: "127.0.0.1:1"}, env.Journal, &stack); err == nil ||
+			!strings.Contains(err.Error(), "upstream") {
+			t.Fatalf("mismatched upstream accepted: %v", err)
+		}
+		if err := stack.RevertAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tp.Proxy(ctx, name); !errors.Is(err, ErrProxyNotFound) {
+			t.Fatalf("proxy still there after RevertAll: %v", err)
+		}
+		assertClean(t, tp, env)
+	})
 }
