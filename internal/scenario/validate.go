@@ -763,13 +763,6 @@ func article(word string) string {
 	return "a"
 }
 
-func capital(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
 func attrAllowed(attrs []string, a string) (allowed, required bool) {
 	for _, x := range attrs {
 		if x == a {
@@ -1017,7 +1010,7 @@ func (v *validator) assertions() {
 				v.errorf(p+"."+f.name, "%s does not apply to %s %s assertion%s", f.name, article(string(a.Type)), a.Type, attrList(fields))
 			}
 			if required && !set {
-				v.errorf(p, "%s %s assertion needs %s", capital(article(string(a.Type))), a.Type, f.name)
+				v.errorf(p, "%s %s assertion needs %s", article(string(a.Type)), a.Type, f.name)
 			}
 		}
 		if a.Stream != "" && !oneOf(a.Stream, streams) {

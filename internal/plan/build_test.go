@@ -1,0 +1,133 @@
+package plan
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden plan files")
+
+func load(t *testing.T, file string) *scenario.Scenario {
+	t.Helper()
+	s, err := scenario.Load(filepath.Join("..", "..", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestBuild(t *testing.T) {
+	t.Parallel()
+	p, err := Build(load(t, "scenarios/orders-db-brownout.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := time.Second
+	wantWindows := []Window{
+		{Name: "run", Start: 5 * s, End: 75 * s},
+		{Name: "baseline", Start: 5 * s, End: 20 * s},
+		{Name: "fault:pg-pause", Start: 20 * s, End: 35 * s, Fault: "pg-pause"},
+		{Name: "recovery:pg-pause", Start: 35 * s, End: 65 * s, Fault: "pg-pause"},
+		{Name: "after-recovery", Start: 65 * s, End: 75 * s},
+	}
+	if len(p.Windows) != len(wantWindows) {
+		t.Fatalf("windows = %+v", p.Windows)
+	}
+	for i, w := range wantWindows {
+		if p.Windows[i] != w {
+			t.Errorf("window %d = %+v, want %+v", i, p.Windows[i], w)
+		}
+	}
+	var kinds []string
+	for _, a := range p.Actions {
+		kinds = append(kinds, string(a.Kind)+"@"+a.At.String())
+	}
+	if got, want := strings.Join(kinds, " "), "stream-start@0s fault-on@20s fault-off@35s stream-stop@1m15s run-end@1m15s"; got != want {
+		t.Errorf("actions = %s, want %s", got, want)
+	}
+	if len(p.Judgements) != 6 || p.Judgements[2] != (Judgement{Assertion: "baseline-p99", Type: "latency", Window: "baseline"}) {
+		t.Errorf("judgements = %+v", p.Judgements)
+	}
+	if p.Duration != 75*s || p.Warmup != 5*s || p.Scenario != "orders-db-brownout" {
+		t.Errorf("plan header = %s %s %s", p.Scenario, p.Duration, p.Warmup)
+	}
+}
+
+func TestBuildRecoveryClippedAndNoBaseline(t *testing.T) {
+	t.Parallel()
+	s := load(t, "testdata/scenarios/valid/minimal.yaml")
+	p, err := Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Window("baseline"); ok {
+		t.Error("a scenario without faults has a baseline window")
+	}
+	s = load(t, "testdata/scenarios/valid/stub-latency.yaml")
+	s.Timeline.Recovery = scenario.Duration{Duration: time.Minute}
+	p, err = Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := p.Window("recovery:slow"); w.End != 8*time.Second {
+		t.Errorf("recovery window = %+v, want it clipped to the run's end (8s)", w)
+	}
+	s.Assertions[0].Window = "nope"
+	if _, err := Build(s); err == nil || !strings.Contains(err.Error(), `judges window "nope"`) {
+		t.Errorf("Build with a missing window: %v", err)
+	}
+}
+
+func TestPrintGolden(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{
+		"scenarios/orders-db-brownout.yaml",
+		"scenarios/payment-tax-brownout.yaml",
+		"scenarios/orders-overload-routing.yaml",
+		"testdata/scenarios/valid/command-service.yaml",
+		"testdata/scenarios/valid/minimal.yaml",
+	} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			p, err := Build(load(t, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := Print(&b, p); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", strings.TrimSuffix(filepath.Base(file), ".yaml")+".txt")
+			if *update {
+				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("read golden (run with -update): %v", err)
+			}
+			if b.String() != string(want) {
+				t.Errorf("plan differs from %s:\n%s", golden, b.String())
+			}
+		})
+	}
+}
+
+func TestFormatOffset(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{0: "t+0.000s", 20 * time.Second: "t+20.000s",
+		1500 * time.Millisecond: "t+1.500s", -250 * time.Millisecond: "t-0.250s", 90 * time.Minute: "t+5400.000s"} {
+		if got := FormatOffset(d); got != want {
+			t.Errorf("FormatOffset(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
