@@ -24,21 +24,26 @@ var version = "dev"
 
 // Main runs drill with the process's arguments, streams and signals and
 // exits with the code of the outcome. The first SIGINT or SIGTERM cancels
-// the run's context (faults are reverted and reports flushed by whoever
-// holds it); a second one exits at once with code 3.
+// the run's context (load stops, faults are reverted, reports flushed); a
+// second one cancels Globals.Hard (no waiting, no reports, but faults are
+// still reverted and processes stopped); a third exits at once with code 3.
 func Main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 2)
+	hard, cancelHard := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(os.Stderr, "drill: %s: stopping (press Ctrl-C again to exit at once)\n", s)
+		fmt.Fprintf(os.Stderr, "drill: %s: stopping, reverting faults, writing reports (again: stop at once)\n", s)
 		cancel(fmt.Errorf("interrupted by %s", s))
 		s = <-sigs
-		fmt.Fprintf(os.Stderr, "drill: %s again: exiting now; faults may remain active, run drill cleanup\n", s)
+		fmt.Fprintf(os.Stderr, "drill: %s again: stopping now; faults are still being reverted (again: exit without cleanup)\n", s)
+		cancelHard()
+		s = <-sigs
+		fmt.Fprintf(os.Stderr, "drill: %s a third time: exiting; faults may remain active, run drill cleanup\n", s)
 		os.Exit(exitcode.CouldNotRun)
 	}()
-	code := Execute(ctx, os.Stdout, os.Stderr, os.Args[1:], os.Getenv)
+	code := execute(ctx, hard, os.Stdout, os.Stderr, os.Args[1:], os.Getenv)
 	signal.Stop(sigs)
 	cancel(nil)
 	os.Exit(code)
@@ -47,7 +52,11 @@ func Main() {
 // Execute runs drill with args, prints any error once to stderr and returns
 // the exit code. getenv reads the environment (os.Getenv in production).
 func Execute(ctx context.Context, stdout, stderr io.Writer, args []string, getenv func(string) string) int {
-	g := &Globals{Stdout: stdout, Stderr: stderr, Version: version, Getenv: getenv}
+	return execute(ctx, nil, stdout, stderr, args, getenv)
+}
+
+func execute(ctx, hard context.Context, stdout, stderr io.Writer, args []string, getenv func(string) string) int {
+	g := &Globals{Stdout: stdout, Stderr: stderr, Version: version, Getenv: getenv, Hard: hard}
 	err := Run(ctx, g, args)
 	if err != nil {
 		printError(stderr, err)

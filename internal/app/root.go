@@ -41,6 +41,9 @@ type Globals struct {
 	Version string
 	// Getenv reads the environment (os.Getenv in production).
 	Getenv func(string) string
+	// Hard is cancelled on a second interrupt: a run then skips waiting and
+	// reports but still reverts its faults. nil: never cancelled.
+	Hard context.Context
 }
 
 // commands lists drill's subcommands in help order. To add one, write

@@ -1,25 +1,71 @@
 package app
 
-// TEMPORARY: the lead replaces this file with the real run command.
-
 import (
-	"errors"
+	"context"
+	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/progress"
+	"github.com/drillhq/drill/internal/runner"
 )
 
+// runFlags are the flags of drill run.
+type runFlags struct {
+	stateDir string
+	runID    string
+}
+
 func newRunCommand(g *Globals) *cobra.Command {
-	return &cobra.Command{
+	var f runFlags
+	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Run the drill a scenario describes",
-		Args:  exactArgs(1, "a scenario file"),
+		Short: "Run the drill a scenario describes and judge it",
+		Long: `Run validates the scenario, brings up what it needs (embedded Toxiproxy, a
+throwaway PostgreSQL, the services under test as local replicas), drives the
+load streams on one clock while faults turn on and off, removes every fault,
+verifies that nothing of the run remains, judges the assertions, prints a
+summary and writes run.json, junit.xml and report.html under --out.
+
+The first Ctrl-C (or SIGTERM) stops load, reverts faults and writes the
+reports (exit 3); a second one skips the reports but still reverts faults.`,
+		Args: exactArgs(1, "a scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := loadScenario(args[0]); err != nil {
+			sc, err := loadScenario(args[0])
+			if err != nil {
 				return err
 			}
-			return exitcode.Wrap(exitcode.CouldNotRun, errors.New("drill run: not available yet"))
+			out := ""
+			if cmd.Flags().Changed("out") {
+				out = g.Out
+			}
+			hard := g.Hard
+			if hard == nil {
+				hard = context.Background()
+			}
+			isTTY := false
+			if f, ok := g.Stderr.(*os.File); ok {
+				isTTY = progress.IsTerminal(f)
+			}
+			_, err = runner.Run(cmd.Context(), runner.Options{
+				Scenario:    sc,
+				OutDir:      out,
+				Kubeconfig:  g.Kubeconfig,
+				Context:     g.Context,
+				Namespace:   g.Namespace,
+				StateDir:    f.stateDir,
+				Stdout:      g.Stdout,
+				Progress:    g.Stderr,
+				ProgressTTY: isTTY,
+				Hard:        hard,
+				Logger:      g.Logger,
+				RunID:       f.runID,
+				Version:     g.Version,
+			})
+			return err
 		},
 	}
+	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "directory for fault journals (default $XDG_STATE_HOME/drill)")
+	cmd.Flags().StringVar(&f.runID, "run-id", "", "run id carried by every toxic (default: UTC time and random bits)")
+	return cmd
 }

@@ -1,0 +1,296 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/drillhq/drill/internal/deps"
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/manifest"
+	"github.com/drillhq/drill/internal/runtime"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// environment is everything the run brought up, torn down in reverse.
+type environment struct {
+	postgres  map[string]*deps.Postgres
+	stubs     map[string]*deps.HTTPStub
+	toxiproxy inject.Toxiproxy
+	embedded  *inject.Embedded
+	services  map[string]*runtime.Service
+	// closers run in reverse order at teardown.
+	closers []namedCloser
+}
+
+type namedCloser struct {
+	name string
+	fn   func(ctx context.Context) error
+}
+
+func (e *environment) onClose(name string, fn func(ctx context.Context) error) {
+	e.closers = append(e.closers, namedCloser{name, fn})
+}
+
+// close runs every closer in reverse order, each with its own timeout.
+func (e *environment) close(log interface{ Warn(string, ...any) }) error {
+	var errs []error
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		c := e.closers[i]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := c.fn(ctx); err != nil {
+			log.Warn("teardown step failed", "step", c.name, "err", err)
+			errs = append(errs, fmt.Errorf("stop %s: %w", c.name, err))
+		}
+		cancel()
+	}
+	e.closers = nil
+	return errors.Join(errs...)
+}
+
+func hostPort(addr string) (string, string) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, ""
+	}
+	return h, p
+}
+
+// bringUp starts dependencies, Toxiproxy and its proxies, and the services,
+// and fills r.vars for ${...} references. Errors carry exit code 3.
+func (r *run) bringUp(ctx context.Context) error {
+	env := &environment{
+		postgres: map[string]*deps.Postgres{},
+		stubs:    map[string]*deps.HTTPStub{},
+		services: map[string]*runtime.Service{},
+	}
+	r.env = env
+	journal, err := inject.OpenJournal(r.opts.StateDir, r.id)
+	if err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("open fault journal: %w", err))
+	}
+	r.journal = journal
+	env.onClose("fault journal", func(context.Context) error { return journal.Close() })
+	for _, d := range r.sc.Dependencies {
+		switch {
+		case d.Postgres != nil:
+			r.log.Info("starting PostgreSQL", "dependency", d.Name)
+			pg, err := deps.StartPostgres(ctx, *d.Postgres, r.log.With("dependency", d.Name))
+			if err != nil {
+				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
+			}
+			env.postgres[d.Name] = pg
+			env.onClose("dependency "+d.Name, pg.Close)
+			r.setVars("dependencies."+d.Name, pg.Addr)
+			r.vars["dependencies."+d.Name+".dsn"] = pg.DSN
+		case d.HTTPStub != nil:
+			stub, err := deps.StartHTTPStub(ctx, *d.HTTPStub)
+			if err != nil {
+				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
+			}
+			env.stubs[d.Name] = stub
+			env.onClose("dependency "+d.Name, func(context.Context) error { return stub.Close() })
+			r.setVars("dependencies."+d.Name, stub.Addr)
+			r.vars["dependencies."+d.Name+".url"] = stub.URL
+		}
+	}
+
+	if len(r.sc.Proxies) > 0 || r.needsToxiproxy() {
+		if err := r.startToxiproxy(ctx); err != nil {
+			return err
+		}
+	}
+
+	for _, s := range r.sc.Services {
+		if r.sc.Environment.Type == scenario.EnvKubernetes {
+			r.vars["services."+s.Name+".url"] = s.URL
+			continue
+		}
+		if err := r.startService(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) needsToxiproxy() bool {
+	for _, f := range r.sc.Faults {
+		if f.Proxy != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *run) setVars(prefix, addr string) {
+	h, p := hostPort(addr)
+	r.vars[prefix+".addr"] = addr
+	r.vars[prefix+".host"] = h
+	r.vars[prefix+".port"] = p
+}
+
+func (r *run) expand(field, s string) (string, error) {
+	out, err := scenario.Expand(s, r.vars)
+	if err != nil {
+		return "", exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: %w", field, err))
+	}
+	return out, nil
+}
+
+func (r *run) startToxiproxy(ctx context.Context) error {
+	env := r.env
+	if url := r.sc.Toxiproxy.URL; url != "" {
+		env.toxiproxy = inject.NewRemote(url)
+	} else {
+		emb, err := inject.NewEmbedded(ctx, r.log.With("component", "toxiproxy"))
+		if err != nil {
+			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start embedded toxiproxy: %w", err))
+		}
+		env.embedded = emb
+		env.toxiproxy = emb
+		env.onClose("embedded toxiproxy", func(context.Context) error { return emb.Close() })
+	}
+	if left, err := inject.Leftovers(ctx, env.toxiproxy); err != nil {
+		r.log.Warn("could not check toxiproxy for leftovers of earlier runs", "err", err)
+	} else if len(left) > 0 {
+		r.log.Warn("toxiproxy holds faults of earlier drill runs; remove them with `drill cleanup`", "leftovers", fmt.Sprint(left))
+	}
+	for i, p := range r.sc.Proxies {
+		up, err := r.expand(fmt.Sprintf("proxies[%d].upstream", i), p.Upstream)
+		if err != nil {
+			return err
+		}
+		p.Upstream = up
+		info, err := inject.EnsureProxy(ctx, env.toxiproxy, r.id, p, r.journal, r.stack)
+		if err != nil {
+			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("create proxy %s: %w", p.Name, err))
+		}
+		r.setVars("proxies."+p.Name, info.Listen)
+		r.log.Info("proxy ready", "proxy", p.Name, "listen", info.Listen, "upstream", up)
+	}
+	return nil
+}
+
+// serviceCommand is the argv that runs one replica of s.
+func (r *run) serviceCommand(s scenario.Service) []string {
+	var argv []string
+	if s.Reference != "" {
+		argv = []string{r.opts.Executable, "serve", s.Reference, "--build", s.Build}
+	} else {
+		argv = append(argv, s.Command...)
+	}
+	return append(argv, s.Args...)
+}
+
+func (r *run) startService(ctx context.Context, s scenario.Service) error {
+	probes := scenario.Probes{}
+	if s.Manifest != nil {
+		path := s.Manifest.Path
+		if !filepath.IsAbs(path) && r.sc.File != "" {
+			path = filepath.Join(filepath.Dir(r.sc.File), path)
+		}
+		mp, err := manifest.Probes(path, s.Manifest.Container)
+		if err != nil {
+			return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("service %s: %w", s.Name, err))
+		}
+		probes = mp
+	}
+	if s.Probes.StartupProbe != nil {
+		probes.StartupProbe = s.Probes.StartupProbe
+	}
+	if s.Probes.LivenessProbe != nil {
+		probes.LivenessProbe = s.Probes.LivenessProbe
+	}
+	if s.Probes.ReadinessProbe != nil {
+		probes.ReadinessProbe = s.Probes.ReadinessProbe
+	}
+	env := map[string]string{}
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := r.expand(fmt.Sprintf("services[%s].env.%s", s.Name, k), s.Env[k])
+		if err != nil {
+			return err
+		}
+		env[k] = v
+	}
+	grace := 30 * time.Second
+	if s.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*s.TerminationGracePeriodSeconds) * time.Second
+	}
+	replicas := s.Replicas
+	if replicas == 0 {
+		replicas = 1
+	}
+	spec := runtime.ServiceSpec{
+		Name:     s.Name,
+		Command:  r.serviceCommand(s),
+		Env:      env,
+		Replicas: replicas,
+		Probes:   probes,
+		Grace:    grace,
+		Listen:   s.Listen,
+		LogDir:   filepath.Join(r.outDir(), "logs"),
+	}
+	r.log.Info("starting service", "service", s.Name, "replicas", replicas, "command", fmt.Sprint(spec.Command))
+	svc, err := runtime.Start(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name))
+	if err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start service %s: %w", s.Name, err))
+	}
+	r.env.services[s.Name] = svc
+	r.env.onClose("service "+s.Name, svc.Stop)
+	r.vars["services."+s.Name+".url"] = svc.URL()
+	h, p := hostPort(svc.URL()[len("http://"):])
+	r.vars["services."+s.Name+".addr"] = net.JoinHostPort(h, p)
+	return nil
+}
+
+// waitReady waits until every local service has all replicas ready.
+func (r *run) waitReady(ctx context.Context) error {
+	timeout := r.sc.Timeline.ReadyTimeout.D()
+	if timeout <= 0 {
+		timeout = 120 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, s := range r.sc.Services {
+		svc, ok := r.env.services[s.Name]
+		if !ok {
+			continue
+		}
+		n := s.Replicas
+		if n == 0 {
+			n = 1
+		}
+		r.log.Info("waiting for replicas to be ready", "service", s.Name, "replicas", n, "timeout", timeout)
+		if err := svc.WaitReady(ctx, n); err != nil {
+			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("service %s did not become ready within %s: %w", s.Name, timeout, err))
+		}
+	}
+	return nil
+}
+
+// processTargets maps dependency names to process groups and containers for
+// process-pause and container-pause faults.
+func (r *run) processTargets() (map[string]int, map[string]string) {
+	procs := map[string]int{}
+	ctrs := map[string]string{}
+	for name, pg := range r.env.postgres {
+		if pg.PGID > 0 {
+			procs[name] = pg.PGID
+		}
+		if pg.ContainerID != "" {
+			ctrs[name] = pg.ContainerID
+		}
+	}
+	return procs, ctrs
+}
+

@@ -1,0 +1,169 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/progress"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/report"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+func (r *run) outDir() string {
+	if r.opts.OutDir == "" {
+		r.opts.OutDir = DefaultOutDir(r.sc.Metadata.Name, r.clock.Start())
+	}
+	return r.opts.OutDir
+}
+
+// finishEarly ends a run that failed before load started: no fault was
+// injected yet, so there is no verdict to report; the stack (proxies) is
+// reverted by teardown.
+func (r *run) finishEarly(err error) (Result, error) {
+	return Result{Code: exitcode.Code(err)}, err
+}
+
+// finish judges the run, decides the exit code (record.Run.Decide: cleanup
+// unverified 5 > aborted 3 > invalid 4 > failed 1 > pass 0) and writes the
+// reports.
+func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.Leftover, verifyErr error) (Result, error) {
+	rec := &record.Run{
+		SchemaVersion: record.SchemaVersion,
+		RunID:         r.id,
+		Scenario:      r.sc,
+		ScenarioFile:  r.sc.File,
+		Plan:          r.plan,
+		StartedAt:     r.clock.Start(),
+		EndedAt:       time.Now(),
+		Events:        r.evlog.Events(),
+		Series:        tl.engine.Series(),
+		Environment:   r.environmentInfo(),
+	}
+	rec.Results = assert.Judge(r.plan, r.sc.Assertions, rec.Events, rec.Series)
+	rec.Validity.LoadBehind = record.CheckLag(r.sc, rec.Series, 0, r.plan.Duration)
+
+	rec.Cleanup.Verified = revertErr == nil && verifyErr == nil && len(leftovers) == 0
+	if !rec.Cleanup.Verified {
+		url := r.toxiproxyURL()
+		rec.Cleanup.Command = inject.CleanupCommand(r.id, url)
+		for _, l := range leftovers {
+			rec.Cleanup.Leftovers = append(rec.Cleanup.Leftovers, record.Leftover{Kind: l.Kind, Name: l.String(), Remove: rec.Cleanup.Command})
+		}
+		if revertErr != nil {
+			rec.Cleanup.Leftovers = append(rec.Cleanup.Leftovers, record.Leftover{Kind: "revert-error", Name: revertErr.Error(), Remove: rec.Cleanup.Command})
+		}
+	}
+	if runErr != nil {
+		rec.Aborted = runErr.Error()
+	}
+	code, why := rec.Decide()
+	rec.ExitCode = code
+	var err error
+	switch code {
+	case exitcode.OK:
+	case exitcode.CleanupUnverified:
+		err = exitcode.Wrap(code, errors.New(inject.UnverifiedMessage(r.id, r.toxiproxyURL(), leftovers, errors.Join(revertErr, verifyErr))))
+	case exitcode.CouldNotRun:
+		err = runErr
+		if exitcode.Code(err) != code {
+			err = exitcode.Wrap(code, err)
+		}
+	default:
+		err = exitcode.Wrap(code, errors.New(why))
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+
+	out := Result{Record: rec, Code: code}
+	if r.opts.Hard.Err() != nil {
+		r.log.Warn("second interrupt: skipping reports")
+		return out, err
+	}
+	dir := r.outDir()
+	if werr := report.WriteAll(dir, rec); werr != nil {
+		r.log.Error("could not write reports", "dir", dir, "err", werr)
+	} else {
+		out.OutDir = dir
+	}
+	if serr := report.Summary(r.opts.Stdout, rec); serr != nil {
+		r.log.Warn("could not print the summary", "err", serr)
+	}
+	if out.OutDir != "" {
+		fmt.Fprintf(r.opts.Stdout, "reports: %s\n", out.OutDir)
+	}
+	return out, err
+}
+
+func (r *run) environmentInfo() record.Environment {
+	host, _ := os.Hostname()
+	env := record.Environment{
+		Type:         string(r.sc.Environment.Type),
+		DrillVersion: r.opts.Version,
+		GoVersion:    goruntime.Version(),
+		OS:           goruntime.GOOS,
+		Arch:         goruntime.GOARCH,
+		CPUs:         goruntime.NumCPU(),
+		Hostname:     host,
+		Notes:        map[string]string{},
+	}
+	if env.Type == "" {
+		env.Type = string(scenario.EnvLocal)
+	}
+	if r.sc.Toxiproxy.URL != "" {
+		env.ToxiproxyURL = r.sc.Toxiproxy.URL
+	}
+	if r.env != nil {
+		for name, pg := range r.env.postgres {
+			env.Notes["postgres."+name] = string(pg.Mode)
+		}
+	}
+	return env
+}
+
+func (r *run) toxiproxyURL() string {
+	if r.env == nil || r.env.toxiproxy == nil || r.env.embedded != nil {
+		return ""
+	}
+	return r.env.toxiproxy.APIURL()
+}
+
+// progress shows live progress until ctx ends.
+func (tl *timeline) progress(ctx context.Context) {
+	r := tl.r
+	every := 5 * time.Second
+	if r.opts.ProgressTTY {
+		every = 500 * time.Millisecond
+	}
+	p := progress.New(r.opts.Progress, r.opts.ProgressTTY, every)
+	p.Run(ctx, tl.snapshot)
+}
+
+func (tl *timeline) snapshot() progress.Snapshot {
+	r := tl.r
+	now := r.clock.Now()
+	snap := progress.Snapshot{Elapsed: now, Total: r.plan.Duration, Phase: "warmup"}
+	for _, w := range r.plan.Windows {
+		if w.Name != "run" && now >= w.Start && now < w.End {
+			snap.Phase = w.Name
+		}
+	}
+	for _, name := range tl.order {
+		fs := tl.faults[name]
+		fs.mu.Lock()
+		if fs.on {
+			snap.Faults = append(snap.Faults, name)
+		}
+		fs.mu.Unlock()
+	}
+	snap.Streams = tl.engine.Live(5 * time.Second)
+	return snap
+}

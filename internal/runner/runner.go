@@ -1,0 +1,150 @@
+// Package runner carries out one drill: it brings up what the scenario
+// needs, runs the plan's timeline on one clock (load streams, faults on and
+// off, observers), undoes every fault on every exit path, verifies that
+// nothing of the run remains, judges the assertions and returns the run
+// record with its exit code (DESIGN sections 1, 2, 7, 8).
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/plan"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// Options configure one run.
+type Options struct {
+	// Scenario is loaded, defaulted and validated.
+	Scenario *scenario.Scenario
+	// OutDir receives the reports; "" = reports/<scenario>-<UTC time>.
+	OutDir string
+	// Kubeconfig, Context and Namespace follow kubectl's conventions.
+	Kubeconfig, Context, Namespace string
+	// StateDir holds fault journals; "" = the inject package default.
+	StateDir string
+	// Executable is the drill binary that runs reference services
+	// (`drill serve ...`); "" = os.Executable().
+	Executable string
+	// Stdout receives the summary; Progress receives live progress.
+	Stdout, Progress io.Writer
+	// ProgressTTY updates progress in place when true.
+	ProgressTTY bool
+	// Hard is cancelled on a second interrupt: the run skips waiting for
+	// in-flight work and writing reports, but still reverts every fault.
+	Hard context.Context
+	// Logger receives structured logs (stderr).
+	Logger *slog.Logger
+	// RunID overrides the generated run id (tests).
+	RunID string
+	// Version is drill's version, recorded in run.json.
+	Version string
+}
+
+// Result is what a run produced.
+type Result struct {
+	// Record is the run record (also written as run.json), nil when the run
+	// failed before load started.
+	Record *record.Run
+	// OutDir is where the reports went ("" if none were written).
+	OutDir string
+	// Code is the exit code (DESIGN section 7).
+	Code int
+}
+
+// DefaultOutDir is reports/<scenario>-<UTC time>.
+func DefaultOutDir(name string, t time.Time) string {
+	return filepath.Join("reports", fmt.Sprintf("%s-%s", name, t.UTC().Format("20060102T150405Z")))
+}
+
+// Run carries out the drill. ctx is the graceful context: when it ends
+// (first Ctrl-C, SIGTERM, a stop condition with action abort) the run stops
+// load, reverts faults, writes reports and returns exit code 3. The
+// returned error (wrapped with an exit code) explains a run that could not
+// be carried out; Result.Code is always set.
+func Run(ctx context.Context, opts Options) (res Result, err error) {
+	r, err := newRun(opts)
+	if err != nil {
+		return Result{Code: exitcode.Code(err)}, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("panic in run; reverting faults", "panic", p)
+			r.teardown()
+			res = Result{Code: exitcode.CouldNotRun}
+			err = exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill run: internal error: %v", p))
+		}
+	}()
+	return r.run(ctx)
+}
+
+// run is one drill's state.
+type run struct {
+	opts  Options
+	sc    *scenario.Scenario
+	plan  *plan.Plan
+	log   *slog.Logger
+	id    string
+	clock *event.Clock
+	evlog *event.Log
+	vars  map[string]string
+	env   *environment
+	// journal records every fault and proxy before it is applied; stack
+	// holds their reverts (LIFO), run on every exit path.
+	journal *inject.Journal
+	stack   *inject.Stack
+}
+
+func newRun(opts Options) (*run, error) {
+	if opts.Scenario == nil {
+		return nil, exitcode.Wrap(exitcode.BadInput, errors.New("drill run: no scenario"))
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.Hard == nil {
+		opts.Hard = context.Background()
+	}
+	if opts.RunID == "" {
+		opts.RunID = inject.NewRunID(time.Now())
+	}
+	if opts.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("find the drill executable: %w", err))
+		}
+		opts.Executable = exe
+	}
+	p, err := plan.Build(opts.Scenario)
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("plan %s: %w", opts.Scenario.File, err))
+	}
+	r := &run{
+		opts:  opts,
+		sc:    opts.Scenario,
+		plan:  p,
+		id:    opts.RunID,
+		log:   opts.Logger.With("run", opts.RunID, "scenario", opts.Scenario.Metadata.Name),
+		clock: event.NewClock(),
+		evlog: &event.Log{},
+		vars:  map[string]string{"run.id": opts.RunID},
+	}
+	r.stack = &inject.Stack{Log: r.log}
+	return r, nil
+}
