@@ -293,4 +293,3 @@ func (r *run) processTargets() (map[string]int, map[string]string) {
 	}
 	return procs, ctrs
 }
-
