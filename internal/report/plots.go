@@ -352,10 +352,24 @@ func readyPlot(run *record.Run, spans []span) (Figure, bool, error) {
 		}
 	}
 	p.Y.Min, p.Y.Max = 0, y1
+	p.Y.Tick.Marker = integerTicks(int(hi))
 	p.X.Min = xMin
 	p.Legend.Left = false
 	url, err := render(p)
 	return Figure{Title: "Ready replicas", DataURL: url}, true, err
+}
+
+// integerTicks labels 0..max (thinned to about ten labels).
+func integerTicks(max int) plot.ConstantTicks {
+	step := 1
+	for max/step > 10 {
+		step *= 2
+	}
+	var t plot.ConstantTicks
+	for v := 0; v <= max; v += step {
+		t = append(t, plot.Tick{Value: float64(v), Label: fmt.Sprint(v)})
+	}
+	return t
 }
 
 func count(m map[string]bool) int {
