@@ -57,7 +57,6 @@ type serveCommon struct {
 	watchdogEvery time.Duration
 	watchdogStall time.Duration
 	readyTimeout  time.Duration
-	dbTimeout     time.Duration
 	debug         bool
 	gomaxprocs    int
 }
@@ -70,7 +69,6 @@ func (c *serveCommon) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.watchdogEvery, "watchdog-interval", 100*time.Millisecond, "liveness watchdog kick period")
 	fs.DurationVar(&c.watchdogStall, "watchdog-stall", 5*time.Second, "liveness fails when the watchdog has not kicked for this long")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 250*time.Millisecond, "timeout of the readiness SELECT 1 on its own connection")
-	fs.DurationVar(&c.dbTimeout, "db-timeout", time.Second, "deadline of each request's database work")
 	fs.BoolVar(&c.debug, "debug-endpoints", false, "enable /debug/pprof/ and POST /debug/watchdog/stop (stops the watchdog: liveness fails)")
 	fs.IntVar(&c.gomaxprocs, "gomaxprocs", 1, "Go's GOMAXPROCS (0: Go's default); $GOMAXPROCS wins unless this flag is given")
 }
@@ -147,7 +145,6 @@ querying through the request pool with no timeout of its own. Both: /metrics.`,
 			}
 			cfg.Build = build
 			cfg.DatabaseURL = c.databaseURL
-			cfg.DBTimeout = c.dbTimeout
 			cfg.ReadyTimeout = c.readyTimeout
 			cfg.WatchdogInterval = c.watchdogEvery
 			cfg.WatchdogStall = c.watchdogStall
@@ -167,7 +164,8 @@ querying through the request pool with no timeout of its own. Both: /metrics.`,
 	fs := cmd.Flags()
 	c.bind(fs)
 	fs.Int32Var(&cfg.PoolSize, "pool-size", ordergateway.DefaultPoolSize, "request pool size (connections)")
-	fs.IntVar(&cfg.MaxInFlight, "max-inflight", ordergateway.DefaultMaxInFlight, "concurrent orders before 503 ERR_ORDER_OVERLOADED")
+	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 0, "concurrent orders before 503 ERR_ORDER_OVERLOADED (0: build default, correct 128, naive unlimited; -1: unlimited)")
+	fs.DurationVar(&cfg.DBTimeout, "db-timeout", 0, "deadline of each order's database work (0: build default, correct 1s, naive none; -1: none)")
 	fs.StringVar(&pr, "ready-pressure", string(ordergateway.PressureStalled),
 		"work-queue pressure in readiness: stalled (>= threshold and no order written in --pressure-window), strict (>= threshold), off")
 	fs.Float64Var(&cfg.PressureThreshold, "pressure-threshold", ordergateway.DefaultPressureThreshold, "in-flight fraction of --max-inflight counted as pressure")
@@ -184,8 +182,8 @@ func newServePaymentCoreCommand(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   paymentcore.Name,
 		Short: "Run payment-core (BULKHEAD-PAY-001; naive: INC-4491)",
-		Long: `payment-core: POST /auth {"card","amount_cents"}, POST /fraud {"card","amount_cents"},
-POST /tax {"jurisdiction","amount_cents"}, each lane behind its own bulkhead and pool
+		Long: `payment-core: POST /auth {"card" (or "id"), "amountCents"}, POST /fraud (same),
+POST /tax {"jurisdiction": "US-CA", "amountCents"}, each lane behind its own bulkhead and pool
 (correct) or one shared pool (naive). The tax lane POSTs to --tax-api-url and falls
 back to a certified cached rate table. /metrics has per-lane bulkhead metrics;
 health endpoints as order-gateway's correct build (no tax API in readiness).`,
@@ -200,7 +198,6 @@ health endpoints as order-gateway's correct build (no tax API in readiness).`,
 			}
 			cfg.Build = build
 			cfg.DatabaseURL = c.databaseURL
-			cfg.DBTimeout = c.dbTimeout
 			cfg.ReadyTimeout = c.readyTimeout
 			cfg.WatchdogInterval = c.watchdogEvery
 			cfg.WatchdogStall = c.watchdogStall
@@ -218,6 +215,7 @@ health endpoints as order-gateway's correct build (no tax API in readiness).`,
 	}
 	fs := cmd.Flags()
 	c.bind(fs)
+	fs.DurationVar(&cfg.DBTimeout, "db-timeout", paymentcore.DefaultDBTimeout, "deadline of each request's database work")
 	fs.StringVar(&cfg.TaxAPIURL, "tax-api-url", "", "URL the tax lane POSTs to (default $TAX_API_URL; empty: cached table only)")
 	fs.DurationVar(&cfg.TaxTimeout, "tax-timeout", paymentcore.DefaultTaxTimeout, "tax API call timeout (MC-ST-01 socket timeout)")
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", paymentcore.DefaultRetryAfter, "Retry-After of every rejection")

@@ -38,6 +38,14 @@ const (
 	DefaultMaxBodyBytes      = 64 << 10
 )
 
+// Sentinels of [Config] after [Config.SetDefaults].
+const (
+	// Unlimited as MaxInFlight: no in-flight limit.
+	Unlimited = -1
+	// NoTimeout as DBTimeout: no deadline of the service's own.
+	NoTimeout time.Duration = -1
+)
+
 // Config configures an order-gateway. Zero fields take the defaults given
 // on each field ([Config.SetDefaults]).
 type Config struct {
@@ -48,11 +56,14 @@ type Config struct {
 	// PoolSize is the request pool's maximum connections; default 16.
 	PoolSize int32
 	// MaxInFlight bounds concurrent POST /orders; beyond it requests get
-	// 503 at once (ERR_ORDER_OVERLOADED); default 128.
+	// 503 at once (ERR_ORDER_OVERLOADED). Negative means unlimited; 0
+	// means the build's default: 128 (correct) or unlimited (naive, the
+	// legacy service had no admission control).
 	MaxInFlight int
 	// DBTimeout is each order's deadline for its database work (acquiring a
-	// connection and the INSERT); on expiry 503 ERR_ORDER_DB_TIMEOUT;
-	// default 1s.
+	// connection and the INSERT); on expiry 503 ERR_ORDER_DB_TIMEOUT.
+	// Negative means none (the request's own context only); 0 means the
+	// build's default: 1s (correct) or none (naive).
 	DBTimeout time.Duration
 	// ReadyTimeout bounds the readiness SELECT 1 on the dedicated
 	// connection (MC-PS-01); default 250ms.
@@ -87,10 +98,17 @@ func (c *Config) SetDefaults() {
 	if c.PoolSize == 0 {
 		c.PoolSize = DefaultPoolSize
 	}
-	if c.MaxInFlight == 0 {
+	naive := c.Build == refsvc.BuildNaive
+	switch {
+	case c.MaxInFlight < 0 || (c.MaxInFlight == 0 && naive):
+		c.MaxInFlight = Unlimited
+	case c.MaxInFlight == 0:
 		c.MaxInFlight = DefaultMaxInFlight
 	}
-	if c.DBTimeout == 0 {
+	switch {
+	case c.DBTimeout < 0 || (c.DBTimeout == 0 && naive):
+		c.DBTimeout = NoTimeout
+	case c.DBTimeout == 0:
 		c.DBTimeout = DefaultDBTimeout
 	}
 	if c.ReadyTimeout == 0 {
@@ -121,12 +139,6 @@ func (c Config) Validate() error {
 	}
 	if c.PoolSize < 1 {
 		errs = append(errs, fmt.Errorf("--pool-size: must be >= 1, got %d", c.PoolSize))
-	}
-	if c.MaxInFlight < 1 {
-		errs = append(errs, fmt.Errorf("--max-inflight: must be >= 1, got %d", c.MaxInFlight))
-	}
-	if c.DBTimeout < 0 {
-		errs = append(errs, fmt.Errorf("--db-timeout: must be > 0, got %s", c.DBTimeout))
 	}
 	if c.ReadyTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--ready-timeout: must be > 0, got %s", c.ReadyTimeout))

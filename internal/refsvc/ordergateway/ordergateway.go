@@ -4,16 +4,18 @@
 // and ADR 0077 in the correct build, or reproduce INC-3119 in the naive
 // build.
 //
-// # Request path (both builds)
+// # Request path
 //
 // POST /orders takes a JSON object with an "id" (string or number) and
 // INSERTs it into the table orders (created at start under an advisory
-// lock, so replicas may start together). At most MaxInFlight orders are in
-// flight; beyond that the answer is 503 ERR_ORDER_OVERLOADED at once, so a
-// stalled database cannot pile up goroutines. Each order's database work
-// has a deadline (DBTimeout, 1 s): on expiry 503 ERR_ORDER_DB_TIMEOUT. The
-// request path is the same in both builds, so a drill compares only the
-// health design.
+// lock, so replicas may start together). In the correct build at most
+// MaxInFlight (128) orders are in flight; beyond that the answer is 503
+// ERR_ORDER_OVERLOADED at once, so a stalled database cannot pile up
+// goroutines, and each order's database work has a deadline (DBTimeout,
+// 1 s): on expiry 503 ERR_ORDER_DB_TIMEOUT. The naive build defaults to
+// the legacy service's request path: no in-flight limit and no deadline of
+// its own, so requests queue on the pool until their client gives up
+// (both are flags, to vary one thing at a time).
 //
 // # Correct build (HEALTH-ORD-001, ADR 0077)
 //
@@ -48,8 +50,8 @@
 // orders for a connection and hangs with the database. With the naive
 // manifest (liveness and readiness on /health, timeout 1 s, failure 3) a
 // 15 s PostgreSQL pause fails liveness three times and the kubelet restarts
-// the replica, and under overload readiness times out behind the pool
-// (ADR 0077's unroutable phases).
+// the replica, and under overload readiness times out behind the pool of
+// unboundedly queued orders (ADR 0077's unroutable phases).
 //
 // /metrics serves Prometheus text in both builds.
 package ordergateway
@@ -201,7 +203,7 @@ func (s *Service) registerMetrics() {
 		}, func() float64 { return float64(s.inflight.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "orders_inflight_limit", Help: "In-flight limit of POST /orders.",
-		}, func() float64 { return float64(s.cfg.MaxInFlight) }),
+		}, func() float64 { return float64(s.cfg.MaxInFlight) }), // -1: unlimited
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "orders_db_pool_acquired_conns", Help: "Request pool connections in use.",
 		}, func() float64 {
@@ -321,7 +323,7 @@ func (s *Service) poolGate() error {
 // pressureCheck is the work-queue part of readiness (MC-PS-01, ADR 0077;
 // see the package doc).
 func (s *Service) pressureCheck(context.Context) error {
-	if s.cfg.Pressure == PressureOff {
+	if s.cfg.Pressure == PressureOff || s.cfg.MaxInFlight <= 0 {
 		return nil
 	}
 	n := s.inflight.Load()
@@ -371,7 +373,7 @@ type orderResponse struct {
 func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	n := s.inflight.Add(1)
 	defer s.inflight.Add(-1)
-	if n > int64(s.cfg.MaxInFlight) {
+	if s.cfg.MaxInFlight > 0 && n > int64(s.cfg.MaxInFlight) {
 		s.shed.Inc()
 		refsvc.WriteProblem(w, refsvc.Problem{
 			Status: http.StatusServiceUnavailable, Title: "Order gateway overloaded", Code: CodeOverloaded,
@@ -408,7 +410,10 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if s.cfg.DBTimeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.DBTimeout)
+	}
 	_, err = pool.Exec(ctx, insertOrder, id, string(body))
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()

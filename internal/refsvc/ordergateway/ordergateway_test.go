@@ -59,8 +59,8 @@ func TestConfigValidate(t *testing.T) {
 		{"no dsn", func(c *Config) { c.DatabaseURL = "" }, []string{"--database-url"}},
 		{"bad build", func(c *Config) { c.Build = "fast" }, []string{`--build: unknown build "fast"; available: correct, naive`}},
 		{"bad pressure", func(c *Config) { c.Pressure = "loose" }, []string{`--ready-pressure: unknown mode "loose"`}},
-		{"several", func(c *Config) { c.PoolSize = -1; c.MaxInFlight = -2; c.PressureThreshold = 2 },
-			[]string{"--pool-size", "--max-inflight", "--pressure-threshold"}},
+		{"several", func(c *Config) { c.PoolSize = -1; c.PressureThreshold = 2; c.Warmup = -time.Second },
+			[]string{"--pool-size", "--pressure-threshold", "--warmup"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +84,30 @@ func TestConfigValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestBuildDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		build        refsvc.Build
+		inflight     int
+		dbTimeout    time.Duration
+		wantInflight int
+		wantTimeout  time.Duration
+	}{
+		{refsvc.BuildCorrect, 0, 0, DefaultMaxInFlight, DefaultDBTimeout},
+		{refsvc.BuildNaive, 0, 0, Unlimited, NoTimeout},
+		{refsvc.BuildNaive, 64, time.Second, 64, time.Second},
+		{refsvc.BuildCorrect, -5, -time.Second, Unlimited, NoTimeout},
+	}
+	for _, tt := range tests {
+		c := Config{Build: tt.build, MaxInFlight: tt.inflight, DBTimeout: tt.dbTimeout}
+		c.SetDefaults()
+		if c.MaxInFlight != tt.wantInflight || c.DBTimeout != tt.wantTimeout {
+			t.Errorf("%s build, inflight %d, db timeout %s: defaults to %d, %s; want %d, %s",
+				tt.build, tt.inflight, tt.dbTimeout, c.MaxInFlight, c.DBTimeout, tt.wantInflight, tt.wantTimeout)
+		}
 	}
 }
 

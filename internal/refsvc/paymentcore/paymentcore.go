@@ -5,18 +5,22 @@
 //
 // # Endpoints
 //
-//   - POST /auth  {"card": "tok_1", "amount_cents": 1999}: lane card_auth;
+//   - POST /auth  {"card": "tok_1", "amountCents": 1999}: lane card_auth;
 //     INSERTs the authorisation on the lane's pool; 200
-//     {"authorization_id": N, "status": "approved"}.
-//   - POST /fraud {"card": "tok_1", "amount_cents": 1999}: lane fraud_eval;
+//     {"authorizationId": N, "status": "approved"}. Without "card" the
+//     request's "id" names the card.
+//   - POST /fraud {"card": "tok_1", "amountCents": 1999}: lane fraud_eval;
 //     counts the card's authorisations of the last minute on the lane's
 //     pool; 200 {"score": 0..100, "decision": "allow"|"review"}.
-//   - POST /tax   {"jurisdiction": "US-CA", "amount_cents": 1999}: lane
+//   - POST /tax   {"jurisdiction": "US-CA", "amountCents": 1999}: lane
 //     tax_calc; asks the tax API (TaxAPIURL, 10 s timeout) and answers 200
-//     with {"rate", "tax_cents", "source": "tax-api"}; when the call fails
+//     with {"rate", "taxCents", "source": "tax-api"}; when the call fails
 //     or times out it answers 200 from the cached table (source
-//     "cached-rate-table", "fallback_reason"). The quote is then recorded
+//     "cached-rate-table", "fallbackReason"). The quote is then recorded
 //     on the lane's pool. Jurisdictions outside the table get 422.
+//
+// Amounts may also be spelled "amount_cents"; other members (id,
+// currency, ...) are ignored. Bad bodies get 400 ERR_PAYMENT_INVALID_REQUEST.
 //   - /healthz/startup, /healthz/live, /healthz/ready as in order-gateway:
 //     readiness is SELECT 1 on a dedicated connection and never includes
 //     the tax API (HEALTH-ORD-001 INV-HLT-03). No load in readiness: the
@@ -65,6 +69,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -399,26 +404,47 @@ func (s *Service) poolGate() error {
 
 // --- requests ---------------------------------------------------------------
 
+// payRequest is the body of POST /auth, /fraud and /tax. Amounts are
+// accepted as "amountCents" or "amount_cents"; the card defaults to the
+// request's "id" when absent, so generic load bodies work.
 type payRequest struct {
-	Card         string `json:"card"`
-	AmountCents  int64  `json:"amount_cents"`
-	Jurisdiction string `json:"jurisdiction"`
+	ID           json.RawMessage `json:"id"`
+	Card         string          `json:"card"`
+	AmountCents  *int64          `json:"amountCents"`
+	AmountSnake  *int64          `json:"amount_cents"`
+	Jurisdiction string          `json:"jurisdiction"`
+}
+
+// amount is the request's amount in cents.
+func (r payRequest) amount() int64 {
+	if r.AmountCents != nil {
+		return *r.AmountCents
+	}
+	return *r.AmountSnake
+}
+
+// card is the card token, else "id:<id>".
+func (r payRequest) card() string {
+	if r.Card != "" {
+		return r.Card
+	}
+	return "id:" + strings.Trim(string(r.ID), `"`)
 }
 
 // TaxQuote is the answer of POST /tax (and the "fallback" member of a shed
 // tax request's problem body).
 type TaxQuote struct {
 	Jurisdiction string  `json:"jurisdiction"`
-	AmountCents  int64   `json:"amount_cents"`
+	AmountCents  int64   `json:"amountCents"`
 	Rate         float64 `json:"rate"`
-	TaxCents     int64   `json:"tax_cents"`
+	TaxCents     int64   `json:"taxCents"`
 	// Source is "tax-api" or "cached-rate-table".
 	Source string `json:"source"`
 	// TableVersion is the cached table's version (cached quotes only).
-	TableVersion string `json:"table_version,omitempty"`
+	TableVersion string `json:"tableVersion,omitempty"`
 	// FallbackReason says why the cache answered: shed, timeout, error,
 	// invalid, unconfigured.
-	FallbackReason string `json:"fallback_reason,omitempty"`
+	FallbackReason string `json:"fallbackReason,omitempty"`
 }
 
 func (s *Service) decode(w http.ResponseWriter, r *http.Request, needCard bool) (payRequest, bool) {
@@ -432,12 +458,14 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request, needCard bool) 
 	}
 	switch {
 	case err != nil:
-	case needCard && req.Card == "":
-		err = errors.New("card is required")
+	case needCard && req.Card == "" && len(req.ID) == 0:
+		err = errors.New("card (or id) is required")
 	case !needCard && req.Jurisdiction == "":
 		err = errors.New("jurisdiction is required")
-	case req.AmountCents < 0:
-		err = errors.New("amount_cents must be >= 0")
+	case req.AmountCents == nil && req.AmountSnake == nil:
+		err = errors.New("amountCents is required")
+	case req.amount() < 0:
+		err = errors.New("amountCents must be >= 0")
 	}
 	if err != nil {
 		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusBadRequest, Title: "Invalid request", Code: CodeInvalid, Detail: err.Error()}, 0)
@@ -537,11 +565,11 @@ func (s *Service) serveAuth(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
 	defer cancel()
 	var id int64
-	if err := ps.byLane[LaneAuth].QueryRow(ctx, insertAuth, req.Card, req.AmountCents).Scan(&id); err != nil {
+	if err := ps.byLane[LaneAuth].QueryRow(ctx, insertAuth, req.card(), req.amount()).Scan(&id); err != nil {
 		s.dbFailure(w, r, LaneAuth, err, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		return
 	}
-	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"authorization_id": id, "status": "approved"})
+	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"authorizationId": id, "status": "approved"})
 }
 
 func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
@@ -565,7 +593,7 @@ func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
 	defer cancel()
 	var recent int64
-	if err := ps.byLane[LaneFraud].QueryRow(ctx, countFraud, req.Card).Scan(&recent); err != nil {
+	if err := ps.byLane[LaneFraud].QueryRow(ctx, countFraud, req.card()).Scan(&recent); err != nil {
 		s.dbFailure(w, r, LaneFraud, err, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		return
 	}
@@ -574,13 +602,13 @@ func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
 	if score >= 50 {
 		decision = "review"
 	}
-	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"score": score, "decision": decision, "recent_authorizations": recent})
+	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"score": score, "decision": decision, "recentAuthorizations": recent})
 }
 
 func (s *Service) cachedQuote(req payRequest, reason string) TaxQuote {
 	rate, _ := s.rates.Rate(req.Jurisdiction)
 	return TaxQuote{
-		Jurisdiction: req.Jurisdiction, AmountCents: req.AmountCents, Rate: rate, TaxCents: TaxCents(req.AmountCents, rate),
+		Jurisdiction: req.Jurisdiction, AmountCents: req.amount(), Rate: rate, TaxCents: TaxCents(req.amount(), rate),
 		Source: SourceCache, TableVersion: s.rates.Version, FallbackReason: reason,
 	}
 }
@@ -636,7 +664,7 @@ func (s *Service) quote(ctx context.Context, req payRequest) TaxQuote {
 		s.fallbacks.WithLabelValues("unconfigured").Inc()
 		return s.cachedQuote(req, "unconfigured")
 	}
-	rate, err := s.tax.Rate(ctx, req.Jurisdiction, req.AmountCents)
+	rate, err := s.tax.Rate(ctx, req.Jurisdiction, req.amount())
 	if err != nil {
 		reason := "error"
 		switch {
@@ -651,8 +679,8 @@ func (s *Service) quote(ctx context.Context, req payRequest) TaxQuote {
 	if Deviation(rate, cached) > RateTolerance {
 		s.drift.Inc()
 	}
-	return TaxQuote{Jurisdiction: req.Jurisdiction, AmountCents: req.AmountCents, Rate: rate,
-		TaxCents: TaxCents(req.AmountCents, rate), Source: SourceTaxAPI}
+	return TaxQuote{Jurisdiction: req.Jurisdiction, AmountCents: req.amount(), Rate: rate,
+		TaxCents: TaxCents(req.amount(), rate), Source: SourceTaxAPI}
 }
 
 // naiveTax is INC-4491's tax path: a connection and a transaction are taken
@@ -675,7 +703,7 @@ func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool
 	defer func() { _ = tx.Rollback(context.WithoutCancel(r.Context())) }()
 	cached, _ := s.rates.Rate(req.Jurisdiction)
 	var id int64
-	if err := tx.QueryRow(r.Context(), insertQuote, req.Jurisdiction, req.AmountCents, cached, "pending").Scan(&id); err != nil {
+	if err := tx.QueryRow(r.Context(), insertQuote, req.Jurisdiction, req.amount(), cached, "pending").Scan(&id); err != nil {
 		s.dbFailure(w, r, LaneTax, err, false)
 		return
 	}

@@ -61,8 +61,8 @@ func startCore(t *testing.T, cfg Config) (*Service, string) {
 }
 
 const (
-	authBody = `{"card":"tok_1","amount_cents":1999}`
-	taxBody  = `{"jurisdiction":"US-CA","amount_cents":10000}`
+	authBody = `{"id":"a-1","amountCents":1299,"currency":"USD"}` // as the shipped scenario sends
+	taxBody  = `{"id":"t-1","amountCents":10000,"jurisdiction":"US-CA"}`
 )
 
 type problemBody struct {
@@ -181,7 +181,7 @@ func TestTaxTimeoutFallsBackToCache(t *testing.T) {
 	stub := newTaxStub(t)
 	stub.delay.Store(int64(5 * time.Second))
 	_, u := startCore(t, Config{DatabaseURL: pg.DSN, TaxAPIURL: stub.srv.URL, TaxTimeout: 200 * time.Millisecond})
-	r := refsvctest.Do(http.MethodPost, u+"/tax", `{"jurisdiction":"US-NJ","amount_cents":10000}`, 5*time.Second)
+	r := refsvctest.Do(http.MethodPost, u+"/tax", `{"jurisdiction":"US-NJ","amount_cents":10000}` /* snake_case accepted too */, 5*time.Second)
 	var q TaxQuote
 	if err := json.Unmarshal([]byte(r.Body), &q); err != nil || r.Status != http.StatusOK {
 		t.Fatalf("POST /tax: %d %q", r.Status, r.Body)
@@ -223,15 +223,16 @@ func TestAuthRejectionAndRetryStorm(t *testing.T) {
 		t.Errorf("third retry: %d %q, want 200", r.Status, r.Body)
 	}
 	for _, tc := range []struct{ path, body string }{
-		{"/auth", `{"amount_cents":1}`},
-		{"/tax", `{"amount_cents":1}`},
+		{"/auth", `{"amountCents":1}`},
+		{"/auth", `{"card":"tok_1"}`},
+		{"/tax", `{"amountCents":1}`},
 		{"/fraud", `not json`},
 	} {
 		if r := refsvctest.Do(http.MethodPost, u+tc.path, tc.body, 5*time.Second); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, CodeInvalid) {
 			t.Errorf("POST %s %s: %d %q, want 400 %s", tc.path, tc.body, r.Status, r.Body, CodeInvalid)
 		}
 	}
-	if r := refsvctest.Do(http.MethodPost, u+"/fraud", authBody, 5*time.Second); r.Status != http.StatusOK || !strings.Contains(r.Body, `"decision"`) {
+	if r := refsvctest.Do(http.MethodPost, u+"/fraud", `{"card":"tok_1","amount_cents":5}`, 5*time.Second); r.Status != http.StatusOK || !strings.Contains(r.Body, `"decision"`) {
 		t.Errorf("POST /fraud: %d %q, want 200 with a decision", r.Status, r.Body)
 	}
 }

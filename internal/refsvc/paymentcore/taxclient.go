@@ -12,7 +12,7 @@ import (
 )
 
 // TaxAPI is the client of the third-party tax API (reached through
-// Toxiproxy in a drill). It POSTs {"jurisdiction": J, "amount_cents": N} to
+// Toxiproxy in a drill). It POSTs {"jurisdiction": J, "amountCents": N} to
 // the configured URL as is and expects 2xx with a JSON object holding
 // "rate", a fraction in (0, 1) (e.g. {"rate": 0.0725}). Safe for concurrent
 // use.
@@ -43,7 +43,7 @@ func NewTaxAPI(url string, timeout time.Duration, maxConns int) *TaxAPI {
 func (c *TaxAPI) Rate(ctx context.Context, jurisdiction string, amountCents int64) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	body, err := json.Marshal(map[string]any{"jurisdiction": jurisdiction, "amount_cents": amountCents})
+	body, err := json.Marshal(map[string]any{"jurisdiction": jurisdiction, "amountCents": amountCents})
 	if err != nil {
 		return 0, fmt.Errorf("encode tax request: %w", err)
 	}
