@@ -190,8 +190,8 @@ func (r *Run) Decide() (int, string) {
 				why += "; remove it with: " + l.Remove
 			}
 		}
-		if r.Cleanup.Command != "" {
-			why += "; remove everything this run left with: " + r.Cleanup.Command
+		if c := r.Cleanup.Command; c != "" && (len(r.Cleanup.Leftovers) == 0 || r.Cleanup.Leftovers[0].Remove != c) {
+			why += "; remove everything this run left with: " + c
 		}
 		return ExitCleanupFailed, why
 	}
