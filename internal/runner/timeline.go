@@ -186,6 +186,10 @@ func (tl *timeline) checkOnPath(ctx context.Context) error {
 		}
 		seen[f.Proxy] = true
 		err := inject.CheckOnPath(ctx, tl.r.env.toxiproxy, f.Proxy, tl.warmTraffic)
+		if errors.Is(err, inject.ErrCountersUnavailable) {
+			tl.r.log.Warn("cannot check that the fault is on the traffic path: the Toxiproxy server has no byte counters (start it with -proxy-metrics)", "fault", f.Name, "proxy", f.Proxy)
+			continue
+		}
 		if errors.Is(err, inject.ErrNotOnPath) {
 			return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("fault %s would miss the traffic: %w", f.Name, err))
 		}
