@@ -53,6 +53,12 @@ const (
 	// DefaultGrace is how long after its duration a stream may still send
 	// hits it owes; hits not sent by then count as missed (late).
 	DefaultGrace = time.Second
+	// DefaultAbortLag: a stream whose dispatch lag reaches it stops sending.
+	// A generator that far behind is collapsing (each missed tick adds a
+	// worker and a connection, which slows it further); the run is invalid
+	// whatever happens next, so carrying on would only load the machine and
+	// the system under test with a connection storm.
+	DefaultAbortLag = 2 * time.Second
 )
 
 // Options tune the engine; the zero value is ready to use.
@@ -70,6 +76,8 @@ type Options struct {
 	MaxBody int64
 	// Grace: see DefaultGrace.
 	Grace time.Duration
+	// AbortLag: see DefaultAbortLag; negative disables the guard.
+	AbortLag time.Duration
 }
 
 // Engine runs a set of streams once. Create it with [New]; call Run once.
@@ -115,6 +123,11 @@ type stream struct {
 	inflight atomic.Int64
 	results  atomic.Int64
 	lateN    atomic.Int64
+
+	abortLag  time.Duration
+	abort     chan struct{} // closed when the lag reached abortLag
+	abortOnce sync.Once
+	abortedAt atomic.Int64 // clock offset (ns) of the abort; 0: none
 }
 
 // New validates the streams (URLs already expanded by the runner) and
@@ -136,6 +149,9 @@ func New(clock *event.Clock, streams []scenario.Stream, opts Options, log *slog.
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	if opts.AbortLag == 0 {
+		opts.AbortLag = DefaultAbortLag
 	}
 	if opts.MaxBody < 0 {
 		opts.MaxBody = 0
@@ -165,7 +181,8 @@ func New(clock *event.Clock, streams []scenario.Stream, opts Options, log *slog.
 }
 
 func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
-	s := &stream{name: st.Name, spec: st, start: st.Start.D(), dur: st.Duration.D(), clock: e.clock}
+	s := &stream{name: st.Name, spec: st, start: st.Start.D(), dur: st.Duration.D(), clock: e.clock,
+		abortLag: e.opts.AbortLag, abort: make(chan struct{})}
 	if s.dur == 0 && len(st.Steps) > 0 {
 		for _, step := range st.Steps {
 			s.dur += step.For.D()
@@ -337,15 +354,31 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 	go func() {
 		grace := time.NewTimer(s.dur + e.opts.Grace)
 		defer grace.Stop()
-		select {
-		case <-finished:
-		case <-ctx.Done():
-			// Hits due after now are no longer intended.
-			s.endRel.Store(int64(min(e.clock.Now()-anchor, s.dur)))
-			atk.Stop()
-		case <-grace.C:
-			log.Warn("stream still owes hits after its duration; stopping it", "owed", int64(s.total())-s.results.Load())
-			atk.Stop()
+		watch := time.NewTicker(100 * time.Millisecond)
+		defer watch.Stop()
+		for {
+			select {
+			case <-watch.C:
+				// Workers all stuck means no result shows the lag: watch the
+				// schedule's progress too.
+				if b := s.behind(e.clock.Now()); s.abortLag > 0 && b >= s.abortLag {
+					s.triggerAbort(e.clock.Now())
+				}
+				continue
+			case <-finished:
+			case <-ctx.Done():
+				// Hits due after now are no longer intended.
+				s.endRel.Store(int64(min(e.clock.Now()-anchor, s.dur)))
+				atk.Stop()
+			case <-grace.C:
+				log.Warn("stream still owes hits after its duration; stopping it", "owed", int64(s.total())-s.results.Load())
+				atk.Stop()
+			case <-s.abort:
+				log.Error("load generator collapsing: dispatch lag reached the abort threshold; stream stopped, measurement invalid",
+					"abortLag", s.abortLag, "at", time.Duration(s.abortedAt.Load()))
+				atk.Stop()
+			}
+			return
 		}
 	}()
 	for r := range results {
@@ -363,6 +396,28 @@ func (s *stream) total() uint64 {
 		return uint64(s.results.Load())
 	}
 	return s.sched.Count(time.Duration(s.endRel.Load()) + 1)
+}
+
+// triggerAbort stops the stream once (collapse guard); at is a clock offset.
+func (s *stream) triggerAbort(at time.Duration) {
+	s.abortOnce.Do(func() {
+		s.abortedAt.Store(int64(at))
+		close(s.abort)
+	})
+}
+
+// behind is how late the oldest hit not yet handed to the transport is
+// at clock offset now (0 when on schedule or in the as-fast-as-possible
+// mode).
+func (s *stream) behind(now time.Duration) time.Duration {
+	if s.sched == nil || s.state.Load() != stateRunning {
+		return 0
+	}
+	next := uint64(s.results.Load() + s.inflight.Load())
+	if next >= s.sched.Total() {
+		return 0
+	}
+	return max(now-time.Duration(s.anchor.Load())-s.sched.At(next), 0)
 }
 
 // intendedOffset is the clock offset of hit seq's intended send time; in
@@ -403,6 +458,9 @@ func (s *stream) record(r *vegeta.Result) {
 	}
 	if o.late {
 		s.lateN.Add(1)
+		if s.abortLag > 0 && lag >= s.abortLag {
+			s.triggerAbort(sent)
+		}
 	}
 	s.results.Add(1)
 	s.rec.record(o)
@@ -473,6 +531,8 @@ type StreamLive struct {
 	LagP99 time.Duration
 	// InFlight is requests sent and not yet finished, now.
 	InFlight int64
+	// Behind is how late the next hit due is, now (0 on schedule).
+	Behind time.Duration
 	// Sent and Late are totals since the stream started.
 	Sent, Late int64
 }
@@ -494,7 +554,7 @@ func (e *Engine) Live(window time.Duration) []StreamLive {
 	for _, s := range e.streams {
 		st := s.state.Load()
 		l := StreamLive{Stream: s.name, State: stateNames[st], Window: n * w, InFlight: s.inflight.Load(),
-			Sent: s.results.Load(), Late: s.lateN.Load()}
+			Sent: s.results.Load(), Late: s.lateN.Load(), Behind: s.behind(e.clock.Now())}
 		if st != statePending && st != stateSkipped {
 			anchor := time.Duration(s.anchor.Load())
 			end := anchor + time.Duration(s.endRel.Load())
@@ -553,6 +613,11 @@ func (e *Engine) Validity() error {
 		}
 		late := s.lateN.Load()
 		frac := float64(late+missed) / float64(total)
+		if at := s.abortedAt.Load(); at != 0 {
+			errs = append(errs, fmt.Errorf("%w: stream %q: stopped at t=%s when its dispatch lag reached %s (the generator was collapsing); %d of %d intended requests late or never sent",
+				ErrBehindSchedule, s.name, time.Duration(at).Round(time.Millisecond), s.abortLag, late+missed, total))
+			continue
+		}
 		if frac > s.fraction {
 			lagP99 := time.Duration(0)
 			all := s.rec

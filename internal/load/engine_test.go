@@ -440,3 +440,27 @@ func TestCancelStopsSending(t *testing.T) {
 		t.Fatalf("states %s, %s", live[0].State, live[1].State)
 	}
 }
+
+// TestCollapseGuardStopsStream: a generator whose lag reaches AbortLag
+// stops its stream (no worker and connection storm) and the run is invalid.
+func TestCollapseGuardStopsStream(t *testing.T) {
+	clock := event.NewClock()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if now := clock.Now(); now < 2*time.Second {
+			time.Sleep(2*time.Second - now)
+		}
+	}))
+	defer srv.Close()
+	e := runStreams(t, clock, Options{AbortLag: 300 * time.Millisecond}, scenario.Stream{
+		Name: "c", Targets: []scenario.Target{{URL: srv.URL}}, Rate: rate(50, time.Second),
+		Duration: dur(10 * time.Second), MaxWorkers: 2, LagBudget: relaxed,
+	})
+	total := e.Series()["c"].Total()
+	if total.Requests >= 300 {
+		t.Fatalf("%d requests: the stream was not stopped", total.Requests)
+	}
+	err := e.Validity()
+	if !errors.Is(err, ErrBehindSchedule) || !strings.Contains(err.Error(), "collapsing") {
+		t.Fatalf("validity = %v", err)
+	}
+}
