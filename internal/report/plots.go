@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,6 +120,31 @@ func shade(p *plot.Plot, spans []span, y0, y1 float64) error {
 	return nil
 }
 
+// xAxis fixes the time axis of p to [min(0, from), end] s so that every
+// plot of a report lines up.
+func xAxis(p *plot.Plot, from, end float64) {
+	p.X.Min = math.Floor(math.Min(0, from))
+	if end > p.X.Min {
+		p.X.Max = end
+	}
+	p.X.Tick.Marker = secondTicks{}
+}
+
+// secondTicks are gonum's default ticks labelled without trailing zeros
+// ("25", not "25.00").
+type secondTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (secondTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
+}
+
 // headroom returns the Y axis limits for data in [lo, hi] that leave room
 // at the top for a legend of n entries (linear axis from 0, or log axis).
 func headroom(lo, hi float64, n int, log bool) (float64, float64) {
@@ -186,7 +212,7 @@ func yRange(lines ...plotter.XYs) (lo, hi float64) {
 // latencyPlot plots a stream's per-second p50, p99 and max latency (ms)
 // with the fault windows shaded. The Y axis is logarithmic when the
 // values span more than two decades.
-func latencyPlot(name string, s *measure.Series, spans []span) (Figure, error) {
+func latencyPlot(name string, s *measure.Series, spans []span, end float64) (Figure, error) {
 	var p50, p99, mx plotter.XYs
 	for _, b := range s.Buckets {
 		if b.Requests == 0 || b.Latency == nil || b.Latency.TotalCount() == 0 {
@@ -219,13 +245,14 @@ func latencyPlot(name string, s *measure.Series, spans []span) (Figure, error) {
 		}
 	}
 	p.Y.Min, p.Y.Max = y0, y1
+	xAxis(p, 0, end)
 	url, err := render(p)
 	return Figure{Title: "Latency: " + name, DataURL: url}, err
 }
 
 // ratePlot plots a stream's intended and completed requests per second,
 // failures per second and shed responses per second.
-func ratePlot(name string, s *measure.Series, spans []span) (Figure, error) {
+func ratePlot(name string, s *measure.Series, spans []span, end float64) (Figure, error) {
 	var intended, done, failed, shed plotter.XYs
 	for _, b := range s.Buckets {
 		w := b.Width.Seconds()
@@ -258,6 +285,7 @@ func ratePlot(name string, s *measure.Series, spans []span) (Figure, error) {
 		}
 	}
 	p.Y.Min, p.Y.Max = y0, y1
+	xAxis(p, 0, end)
 	url, err := render(p)
 	return Figure{Title: "Throughput: " + name, DataURL: url}, err
 }
@@ -353,7 +381,7 @@ func readyPlot(run *record.Run, spans []span) (Figure, bool, error) {
 	}
 	p.Y.Min, p.Y.Max = 0, y1
 	p.Y.Tick.Marker = integerTicks(int(hi))
-	p.X.Min = xMin
+	xAxis(p, xMin, end)
 	p.Legend.Left = false
 	url, err := render(p)
 	return Figure{Title: "Ready replicas", DataURL: url}, true, err
@@ -459,6 +487,7 @@ func metricPlots(run *record.Run, spans []span) ([]Figure, error) {
 			}
 		}
 		p.Y.Min, p.Y.Max = y0, y1
+		xAxis(p, 0, runEnd(run).Seconds())
 		p.Legend.Left = false
 		url, err := render(p)
 		if err != nil {
@@ -519,12 +548,12 @@ func Figures(run *record.Run) ([]Figure, error) {
 		if s == nil {
 			continue
 		}
-		f, err := latencyPlot(n, s, spans)
+		f, err := latencyPlot(n, s, spans, runEnd(run).Seconds())
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, f)
-		f, err = ratePlot(n, s, spans)
+		f, err = ratePlot(n, s, spans, runEnd(run).Seconds())
 		if err != nil {
 			return nil, err
 		}
