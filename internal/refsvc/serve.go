@@ -42,8 +42,10 @@ func Serve(ctx context.Context, logger *slog.Logger, ln net.Listener, svc Servic
 		grace = DefaultShutdownGrace
 	}
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
-	defer svc.Close()
+	defer func() {
+		stopBG() // Close waits for the background work, which needs this
+		svc.Close()
+	}()
 
 	srv := &http.Server{
 		Handler:           svc.Handler(),
