@@ -3,9 +3,12 @@ package refsvc
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -137,4 +140,68 @@ func TestHealthEndpoints(t *testing.T) {
 	if code, body := get(PathReady); code != 503 || !strings.Contains(body, "draining") {
 		t.Errorf("readiness after Drain = %d %q, want 503 draining", code, body)
 	}
+}
+
+// fakeService's Close waits for its background goroutine, like the real
+// services.
+type fakeService struct {
+	wg      sync.WaitGroup
+	drained atomic.Bool
+}
+
+func (f *fakeService) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+}
+func (f *fakeService) Start(ctx context.Context) {
+	f.wg.Add(1)
+	go func() { defer f.wg.Done(); <-ctx.Done() }()
+}
+func (f *fakeService) Drain() { f.drained.Store(true) }
+func (f *fakeService) Close() { f.wg.Wait() }
+
+func TestServe(t *testing.T) {
+	t.Parallel()
+	t.Run("clean shutdown drains", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := &fakeService{}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- Serve(ctx, nil, ln, svc, time.Second) }()
+		resp, err := http.Get("http://" + ln.Addr().String() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil || !svc.drained.Load() {
+				t.Errorf("Serve() = %v, drained %v; want nil and drained", err, svc.drained.Load())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve did not return after cancel")
+		}
+	})
+	t.Run("server error returns without hanging", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		errc := make(chan error, 1)
+		go func() { errc <- Serve(context.Background(), nil, ln, &fakeService{}, time.Second) }()
+		select {
+		case err := <-errc:
+			if err == nil || !strings.Contains(err.Error(), "serve http") {
+				t.Errorf("Serve() on a closed listener = %v, want a serve http error", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve hung after the server failed")
+		}
+	})
 }
