@@ -51,19 +51,28 @@ mapfile -t urls < <(awk '{print $2}' "$tmp/stub.out")
 url1=${urls[0]} url2=${urls[1]} url3=${urls[2]}
 
 echo "== (1) saturation: drill engine vs vegeta CLI, rate=max, $WORKERS workers, $SAT_DUR per run, alternating"
-drill_rates=() vegeta_rates=()
+drill_rates=() vegeta_rates=() drill_cpu=() vegeta_cpu=()
+TIMEFORMAT='%U %S'
+# cpu_us_per_req N FILE: user+sys CPU seconds in FILE (from bash's time) per request, in µs.
+cpu_us_per_req() { awk -v n="$1" '{ printf "%.1f", ($1 + $2) * 1e6 / n }' "$2"; }
 run_drill() {
-	out=$("$tmp/loadbench" saturation -url "$url1/" -duration "$SAT_DUR" -workers "$WORKERS")
-	echo "  $out"
+	{ time "$tmp/loadbench" saturation -url "$url1/" -duration "$SAT_DUR" -workers "$WORKERS" >"$tmp/d.out"; } 2>"$tmp/d.time"
+	out=$(cat "$tmp/d.out")
+	n=$(sed -n 's/.* requests=\([0-9]*\) .*/\1/p' <<<"$out")
+	c=$(cpu_us_per_req "$n" "$tmp/d.time")
+	echo "  $out cpu=${c}µs/req"
 	drill_rates+=("$(sed -n 's/.* rate=\([0-9]*\) req\/s.*/\1/p' <<<"$out")")
+	drill_cpu+=("$c")
 }
 run_vegeta() {
-	echo "GET $url1/" | "$tmp/bin/vegeta" attack -rate=0 -max-workers="$WORKERS" -duration="$SAT_DUR" -output="$tmp/v.bin"
+	{ time (echo "GET $url1/" | "$tmp/bin/vegeta" attack -rate=0 -max-workers="$WORKERS" -duration="$SAT_DUR" -output="$tmp/v.bin"); } 2>"$tmp/v.time"
 	n=$("$tmp/bin/vegeta" report -type=json "$tmp/v.bin" | grep -o '"requests":[0-9]*' | cut -d: -f2)
 	secs=${SAT_DUR%s}
 	r=$((n / secs))
-	echo "  vegeta saturation: requests=$n seconds=$secs rate=$r req/s"
+	c=$(cpu_us_per_req "$n" "$tmp/v.time")
+	echo "  vegeta saturation: requests=$n seconds=$secs rate=$r req/s cpu=${c}µs/req"
 	vegeta_rates+=("$r")
+	vegeta_cpu+=("$c")
 	rm -f "$tmp/v.bin"
 }
 for i in $(seq "$ROUNDS"); do
@@ -72,6 +81,9 @@ done
 sum() { local s=0; for x in "$@"; do s=$((s + x)); done; echo "$s"; }
 d=$(sum "${drill_rates[@]}") v=$(sum "${vegeta_rates[@]}")
 awk -v d="$d" -v v="$v" -v n="$ROUNDS" 'BEGIN { printf "  mean drill %.0f req/s, vegeta %.0f req/s, ratio drill/vegeta %.3f\n", d/n, v/n, d/v }'
+awk -v d="${drill_cpu[*]}" -v v="${vegeta_cpu[*]}" 'BEGIN {
+	nd = split(d, a, " "); nv = split(v, b, " "); for (i = 1; i <= nd; i++) sd += a[i]; for (i = 1; i <= nv; i++) sv += b[i]
+	printf "  client CPU per request: drill %.1f µs, vegeta %.1f µs (vegeta/drill %.3f: above 1 means drill is cheaper)\n", sd/nd, sv/nv, (sv/nv)/(sd/nd) }'
 
 echo "== (2) seeds: 2800 + 1400 + 150 req/s for $SEEDS_DUR against three local stub listeners"
 "$tmp/loadbench" seeds -urls "$url1/orders,$url2/auth,$url3/tax" -duration "$SEEDS_DUR"

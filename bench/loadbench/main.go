@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +48,17 @@ func main() {
 	upstream := fs.String("upstream", "", "stub host:port behind the proxy (accuracy)")
 	duration := fs.Duration("duration", 10*time.Second, "how long to send")
 	workers := fs.Int("workers", 32, "max workers (saturation)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	_ = fs.Parse(args)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadbench:", err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var err error
 	switch mode {
@@ -63,6 +74,7 @@ func main() {
 		err = fmt.Errorf("unknown mode %q; known: accuracy, memory, saturation, seeds", mode)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
 	}
