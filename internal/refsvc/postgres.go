@@ -92,6 +92,10 @@ type PoolOptions struct {
 	ConnectTimeout time.Duration
 	// Name is set as application_name, to tell pools apart in pg_stat_activity.
 	Name string
+	// WarmConns connections (at most MaxConns) are opened before OpenPool
+	// returns and kept as the pool's minimum, so the first burst of load
+	// does not dial dozens of connections at once; default 0.
+	WarmConns int32
 }
 
 // OpenPool parses dsn and opens a pgxpool with opts, then pings it once
@@ -106,7 +110,8 @@ func OpenPool(ctx context.Context, dsn string, opts PoolOptions) (*pgxpool.Pool,
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
-	cfg.MinConns = 0
+	warm := min(max(opts.WarmConns, 0), opts.MaxConns)
+	cfg.MinConns = warm
 	ct := opts.ConnectTimeout
 	if ct <= 0 {
 		ct = 2 * time.Second
@@ -123,7 +128,29 @@ func OpenPool(ctx context.Context, dsn string, opts PoolOptions) (*pgxpool.Pool,
 		pool.Close()
 		return nil, fmt.Errorf("ping pool %s: %w", opts.Name, err)
 	}
+	if err := warmPool(ctx, pool, warm); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("warm pool %s: %w", opts.Name, err)
+	}
 	return pool, nil
+}
+
+// warmPool holds n connections at once, so n are open, then releases them.
+func warmPool(ctx context.Context, pool *pgxpool.Pool, n int32) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	return nil
 }
 
 // EnsureSchema runs the DDL statements in one transaction holding the

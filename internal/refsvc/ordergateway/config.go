@@ -29,7 +29,7 @@ const (
 
 // Defaults of [Config].
 const (
-	DefaultPoolSize          = 16
+	DefaultPoolSize          = 8
 	DefaultMaxInFlight       = 128
 	DefaultDBTimeout         = time.Second
 	DefaultReadyTimeout      = 250 * time.Millisecond
@@ -53,7 +53,9 @@ type Config struct {
 	Build refsvc.Build
 	// DatabaseURL is the PostgreSQL DSN (URL or key=value); required.
 	DatabaseURL string
-	// PoolSize is the request pool's maximum connections; default 16.
+	// PoolSize is the request pool's maximum connections, all opened at
+	// start; default 8 (3 replicas x 8 keep PostgreSQL on 2 cores busy
+	// without thrashing).
 	PoolSize int32
 	// MaxInFlight bounds concurrent POST /orders; beyond it requests get
 	// 503 at once (ERR_ORDER_OVERLOADED). Negative means unlimited; 0

@@ -285,7 +285,7 @@ func (s *Service) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	pool, err := refsvc.OpenPool(ctx, s.cfg.DatabaseURL, refsvc.PoolOptions{
-		MaxConns: s.cfg.PoolSize, ConnectTimeout: 2 * time.Second, Name: Name,
+		MaxConns: s.cfg.PoolSize, WarmConns: s.cfg.PoolSize, ConnectTimeout: 2 * time.Second, Name: Name,
 	})
 	if err != nil {
 		return nil, err

@@ -148,6 +148,9 @@ const (
 
 const maxBody = 16 << 10
 
+// warmConns is how many connections of each pool are opened at start.
+const warmConns = 8
+
 type poolSet struct {
 	byLane [numLanes]*pgxpool.Pool
 	all    []*pgxpool.Pool
@@ -356,7 +359,9 @@ func (s *Service) openPools(ctx context.Context) (_ *poolSet, err error) {
 		}
 	}()
 	open := func(name string, size int32) (*pgxpool.Pool, error) {
-		p, err := refsvc.OpenPool(ctx, s.cfg.DatabaseURL, refsvc.PoolOptions{MaxConns: size, ConnectTimeout: 2 * time.Second, Name: Name + "/" + name})
+		p, err := refsvc.OpenPool(ctx, s.cfg.DatabaseURL, refsvc.PoolOptions{
+			MaxConns: size, WarmConns: min(size, warmConns), ConnectTimeout: 2 * time.Second, Name: Name + "/" + name,
+		})
 		if err != nil {
 			return nil, err
 		}
