@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,6 +138,28 @@ func TestEndpointSliceController(t *testing.T) {
 		}
 	}
 	fmt.Printf("EndpointSlice controller ready=false latency (ms): %v\n", millis(toFalse))
+
+	// An API server restart keeps the data (etcd lives on) and the
+	// controller manager reconnects: the next flip is still followed.
+	restart := time.Now()
+	if err := cp.RestartAPIServer(ctx); err != nil {
+		t.Fatalf("RestartAPIServer: %v", err)
+	}
+	t.Logf("kube-apiserver restarted and ready in %.1f s", time.Since(restart).Seconds())
+	if newAPI, _ := cp.PIDs(); newAPI == apiPID {
+		t.Errorf("kube-apiserver pid unchanged (%d) after restart", apiPID)
+	} else if err := syscall.Kill(apiPID, 0); err == nil {
+		t.Errorf("old kube-apiserver %d still alive after restart", apiPID)
+	} else {
+		apiPID = newAPI
+	}
+	for _, ready := range []bool{true, false} {
+		d, err := setReadyAndWait(ctx, cs, ns, svcName, pod.Name, ready)
+		if err != nil {
+			t.Fatalf("after restart, ready=%v: %v", ready, err)
+		}
+		t.Logf("after restart: EndpointSlice showed ready=%v %d ms after the pod status write", ready, d.Milliseconds())
+	}
 
 	if err := cp.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -276,4 +300,41 @@ func millis(ds []time.Duration) []int64 {
 		out[i] = d.Milliseconds()
 	}
 	return out
+}
+
+// TestStartFailureCleansUp checks that a kube-apiserver that cannot start
+// makes Start fail with its log in the error and leave no process and no temp
+// dir behind. It uses binaries built by an earlier run and skips without them.
+func TestStartFailureCleansUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver")
+	}
+	binDir, err := defaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(binDir, binAPIServer)); err != nil {
+		t.Skipf("no prebuilt binaries in %s (run TestEndpointSliceController first)", binDir)
+	}
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "drill-controlplane-*"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cp, err := Start(ctx, Options{SkipBuild: true, ExtraAPIServerArgs: []string{"--no-such-flag=1"}})
+	if err == nil {
+		cp.Stop()
+		t.Fatal("Start succeeded with an unknown kube-apiserver flag")
+	}
+	if !strings.Contains(err.Error(), "no-such-flag") {
+		t.Errorf("error does not quote the API server's complaint: %v", err)
+	}
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "drill-controlplane-*"))
+	seen := map[string]bool{}
+	for _, d := range before {
+		seen[d] = true
+	}
+	for _, d := range after {
+		if !seen[d] {
+			t.Errorf("temp dir %s left behind", d)
+		}
+	}
 }
