@@ -243,7 +243,7 @@ func TestKubeScriptedTimeline(t *testing.T) {
 	sink := newCollect()
 	k := NewKube(cs, event.NewClock(), sink,
 		[]KubeTarget{{Service: "order-gateway", Namespace: ns, Selector: "app=order-gateway", EndpointSliceService: "order-gateway"}},
-		nil, WithTimeSource(ft.now), WithResync(50*time.Millisecond))
+		nil, WithTimeSource(ft.now), WithResync(time.Second))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- k.Run(runCtx) }()
@@ -351,7 +351,7 @@ func TestKubeScriptedTimeline(t *testing.T) {
 	step("30s", "gw-d ready", one(has(event.PodReady, "gw-d")), func() {
 		must(pods.UpdateStatus(ctx, newPod("gw-d", "order-gateway", true, 0), metav1.UpdateOptions{}))
 	})
-	// Let a few resyncs (every 50 ms) pass: they must add nothing.
+	// Resyncs (every 1 s, the informers' minimum) ran during the test: they must add nothing.
 	ft.set("31s")
 	time.Sleep(300 * time.Millisecond)
 

@@ -32,7 +32,7 @@ type PromQL struct {
 	Query string
 	// Interval between query starts; default 5s.
 	Interval time.Duration
-	// Timeout of one query; default Interval (at most 10s).
+	// Timeout of one query; default Interval, at least 1s and at most 10s.
 	Timeout time.Duration
 	// Client is the HTTP client; default the Prometheus client's default round tripper.
 	Client *http.Client
@@ -67,7 +67,7 @@ func (q *PromQL) init() error {
 		q.Interval = 5 * time.Second
 	}
 	if q.Timeout <= 0 {
-		q.Timeout = min(q.Interval, 10*time.Second)
+		q.Timeout = min(max(q.Interval, time.Second), 10*time.Second)
 	}
 	if q.Log == nil {
 		q.Log = slog.New(slog.DiscardHandler)

@@ -46,7 +46,8 @@ type Scraper struct {
 	URL string
 	// Interval between scrape starts; default 1s.
 	Interval time.Duration
-	// Timeout of one scrape; default Interval (at most 10s).
+	// Timeout of one scrape; default Interval, at least 1s and at most 10s
+	// (a scrape longer than Interval delays the next one: never two at once).
 	Timeout time.Duration
 	// Families are the metric family names to record (the derived names
 	// <family>_count, _sum, _bucket also select); empty records all.
@@ -81,7 +82,7 @@ func (s *Scraper) defaults() {
 		s.Interval = time.Second
 	}
 	if s.Timeout <= 0 {
-		s.Timeout = min(s.Interval, 10*time.Second)
+		s.Timeout = min(max(s.Interval, time.Second), 10*time.Second)
 	}
 	if s.Client == nil {
 		s.Client = &http.Client{}
@@ -106,13 +107,13 @@ func (s *Scraper) scrapeAndEmit(ctx context.Context) {
 		}
 		s.failCount++
 		if s.failCount == 1 || msg != s.lastErr {
-			s.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourceScrape, Detail: fmt.Sprintf("scrape %s %s: %s", s.Name, s.URL, msg)})
+			s.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourceScrape, Detail: fmt.Sprintf("observer %s: %s", s.Name, msg)})
 		}
 		s.lastErr = msg
 		s.Log.Debug("scrape failed", "observer", s.Name, "url", s.URL, "err", err)
 	} else if s.failing {
 		s.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourceScrape,
-			Detail: fmt.Sprintf("scrape %s %s: recovered after %d failed scrapes since t=%s", s.Name, s.URL, s.failCount, s.failSince)})
+			Detail: fmt.Sprintf("observer %s: scrape %s recovered after %d failed scrapes since t=%s", s.Name, s.URL, s.failCount, s.failSince)})
 		s.failing, s.lastErr = false, ""
 	}
 	for _, sm := range samples {

@@ -198,7 +198,7 @@ func TestScraperRunEmitsAndSurvivesErrors(t *testing.T) {
 	defer front.Close()
 
 	sink := newCollect()
-	s := &Scraper{Name: "gw", URL: front.URL, Interval: 20 * time.Millisecond, Families: []string{"lane_active_workers"}, Clock: event.NewClock(), Sink: sink}
+	s := &Scraper{Name: "gw", URL: front.URL, Interval: 20 * time.Millisecond, Timeout: 10 * time.Second, Families: []string{"lane_active_workers"}, Clock: event.NewClock(), Sink: sink}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(ctx) }()
@@ -219,7 +219,7 @@ func TestScraperRunEmitsAndSurvivesErrors(t *testing.T) {
 	cancel()
 	<-done
 
-	notes := count(ev, func(e event.Event) bool { return e.Kind == event.Note && strings.Contains(e.Detail, "503") })
+	notes := count(ev, func(e event.Event) bool { return e.Kind == event.Note && strings.Contains(e.Detail, "HTTP 503") })
 	if notes != 1 {
 		t.Errorf("%d failure notes, want 1 (repeats of the same error are folded):\n%s", notes, dump(ev))
 	}
@@ -249,7 +249,10 @@ func TestProber(t *testing.T) {
 	status.Store(200)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if status.Load() == 0 {
-			time.Sleep(300 * time.Millisecond)
+			select { // hang until the prober gives up
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
 			return
 		}
 		if status.Load() == 302 {
@@ -259,7 +262,7 @@ func TestProber(t *testing.T) {
 		w.WriteHeader(int(status.Load()))
 	}))
 	defer srv.Close()
-	p := &Prober{Name: "ready", URL: srv.URL, Timeout: 100 * time.Millisecond, Clock: event.NewClock(), Sink: newCollect()}
+	p := &Prober{Name: "ready", URL: srv.URL, Timeout: 5 * time.Second, Clock: event.NewClock(), Sink: newCollect()}
 	tests := []struct {
 		status int32
 		ok     bool
@@ -273,6 +276,10 @@ func TestProber(t *testing.T) {
 	}
 	for _, tt := range tests {
 		status.Store(tt.status)
+		p.Timeout = 5 * time.Second
+		if tt.status == 0 {
+			p.Timeout = 50 * time.Millisecond
+		}
 		e := p.Probe(context.Background())
 		if e.Kind != event.ProbeResult || e.OK != tt.ok || !strings.Contains(e.Detail, tt.detail) || e.Probe != "ready" {
 			t.Errorf("status %d: got %+v, want ok=%v detail~%q", tt.status, e, tt.ok, tt.detail)
