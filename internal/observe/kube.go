@@ -272,7 +272,8 @@ func (k *Kube) Run(ctx context.Context) error {
 	}
 	slices.Sort(nss)
 	for _, ns := range nss {
-		f := informers.NewSharedInformerFactoryWithOptions(k.cs, k.resync, informers.WithNamespace(ns))
+		f := informers.NewSharedInformerFactoryWithOptions(k.cs, k.resync, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "involvedObject.kind=Pod" }))
 		factories = append(factories, f)
 		errs = append(errs, register(f.Core().V1().Events().Informer(), k.eventHandler(ns)))
 	}
