@@ -385,6 +385,9 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 		s.record(r)
 	}
 	close(finished)
+	// Free this stream's connections now (a stopped stream can hold
+	// thousands after a burst), not when the last stream ends.
+	s.base.CloseIdleConnections()
 	s.state.Store(stateDone)
 	log.Info("stream finished", "requests", s.results.Load(), "late", s.lateN.Load())
 }
