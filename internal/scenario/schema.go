@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"strings"
 )
 
@@ -195,16 +196,12 @@ func WriteReference(w io.Writer) error {
 		if d := typeDocs[t.Name()]; d != "" {
 			fmt.Fprintf(&b, "%s\n\n", d)
 		}
-		b.WriteString("| key | value | required | meaning and default |\n|---|---|---|---|\n")
+		b.WriteString("| key | value | default | meaning |\n|---|---|---|---|\n")
 		si := infoFor(t)
 		for _, f := range si.fields {
 			val := valueName(t.Field(f.index).Type)
 			if vals, ok := en[t.Name()+"."+f.name]; ok {
-				val = strings.Join(vals, " \\| ")
-			}
-			req := ""
-			if f.required {
-				req = "yes"
+				val = "`" + strings.Join(vals, "` \\| `") + "`"
 			}
 			doc := fieldDocs[t.Name()+"."+f.name]
 			switch {
@@ -213,12 +210,38 @@ func WriteReference(w io.Writer) error {
 			case t.Name() == "Scenario" && f.name == "kind":
 				doc = "Always `" + KindScenario + "`."
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.name, val, req, strings.ReplaceAll(doc, "|", "\\|"))
+			def := defaultOf(doc)
+			if f.required {
+				def = "required"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.name, val, mdEscape(def), mdEscape(doc))
 		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+var (
+	defaultRE      = regexp.MustCompile(`(?i)\bdefault(?: is|:)?\s+([^;]+?)(?:;|\.\s|\.$|$)`)
+	parenDefaultRE = regexp.MustCompile("([\\w./-]+) \\(default\\)")
+)
+
+// defaultOf pulls the default out of a field's doc comment ("default 10s",
+// "Default: local", "correct (default)"), or "" when it states none.
+func defaultOf(doc string) string {
+	if m := parenDefaultRE.FindStringSubmatch(doc); m != nil {
+		return m[1]
+	}
+	if m := defaultRE.FindStringSubmatch(doc); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	return ""
+}
+
+// mdEscape makes doc text safe in a Markdown table cell.
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", "\\|", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
 // valueName names a value type for the reference.

@@ -110,14 +110,15 @@ type KubernetesEnv struct {
 	// AllowedNamespaces lists namespaces the run may touch; default: only
 	// Namespace.
 	AllowedNamespaces []string `yaml:"allowedNamespaces,omitempty" json:"allowedNamespaces,omitempty"`
-	// Namespace is the default namespace; -n/--namespace overrides it.
+	// Namespace is the namespace a run uses unless -n/--namespace names
+	// another allowed one.
 	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
 }
 
 // Timeline fixes the run's length and phases. Offsets are from the start of
 // load (t=0). The planner derives windows: baseline = [Warmup, first fault
-// on), fault:<name> = [at, at+for), recovery:<name> = [off, off+Recovery),
-// run = [Warmup, Duration).
+// on), fault:<name> = [at, at+for), recovery:<name> = [off,
+// min(off+Recovery, Duration)), run = [Warmup, Duration).
 type Timeline struct {
 	// Duration is the whole run from t=0; required, > 0.
 	Duration Duration `yaml:"duration" json:"duration"`
@@ -348,7 +349,8 @@ type Stream struct {
 	Steps []Step `yaml:"steps,omitempty" json:"steps,omitempty"`
 	// Start is the offset from t=0; default 0.
 	Start Duration `yaml:"start,omitempty" json:"start,omitempty"`
-	// Duration default: until the end of the timeline.
+	// Duration default: until the end of the timeline; with Steps, the sum
+	// of the steps (if set, it must equal that sum).
 	Duration Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	// Timeout per request (whole exchange); default 5s.
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
@@ -423,7 +425,7 @@ type Retry struct {
 	Policy RetryPolicy `yaml:"policy" json:"policy"`
 	// Interval between attempts for fixed; fallback for retry-after; default 50ms.
 	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
-	// MaxAttempts including the first; default 3, 0 is invalid.
+	// MaxAttempts including the first; default 3, at most 100.
 	MaxAttempts int `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
 	// On lists status codes that trigger a retry; default 429, 502, 503, 504
 	// and transport errors.

@@ -1,0 +1,35 @@
+# drill: make help lists the targets.
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/drillhq/drill/internal/app.version=$(VERSION)
+FUZZTIME ?= 10s
+DEMO_SCENARIOS := scenarios/orders-db-brownout.yaml scenarios/payment-tax-brownout.yaml
+
+.DEFAULT_GOAL := help
+.PHONY: build test demo bench lint help
+
+build: ## Build bin/drill (static, trimmed paths, version stamped)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/drill ./cmd/drill
+
+test: ## go vet, every test, then a short fuzz of the scenario parser
+	$(GO) vet ./...
+	$(GO) test -timeout 30m ./...
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/scenario
+
+demo: build ## Build, then run the PostgreSQL brownout and the tax brownout drills locally
+	@status=0; for s in $(DEMO_SCENARIOS); do \
+		echo "==> bin/drill run $$s"; \
+		bin/drill run $$s || status=$$?; \
+	done; exit $$status
+
+bench: ## Run the load engine benchmarks (bench/run.sh)
+	./bench/run.sh
+
+lint: ## Check formatting (gofmt) and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
