@@ -36,6 +36,7 @@ const (
 	DefaultPressureThreshold = 0.9
 	DefaultPressureWindow    = time.Second
 	DefaultMaxBodyBytes      = 64 << 10
+	DefaultMaxBatch          = 64
 )
 
 // Sentinels of [Config] after [Config.SetDefaults].
@@ -67,6 +68,12 @@ type Config struct {
 	// Negative means none (the request's own context only); 0 means the
 	// build's default: 1s (correct) or none (naive).
 	DBTimeout time.Duration
+	// MaxBatch is the most orders written by one INSERT. Above 1, PoolSize
+	// writer goroutines group-commit whatever is queued (one round trip per
+	// batch); 1 means one INSERT per request on the request's goroutine,
+	// queueing on the pool like the legacy service. 0 means the build's
+	// default: 64 (correct) or 1 (naive).
+	MaxBatch int
 	// ReadyTimeout bounds the readiness SELECT 1 on the dedicated
 	// connection (MC-PS-01); default 250ms.
 	ReadyTimeout time.Duration
@@ -108,6 +115,12 @@ func (c *Config) SetDefaults() {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
 	switch {
+	case c.MaxBatch == 0 && naive:
+		c.MaxBatch = 1
+	case c.MaxBatch == 0:
+		c.MaxBatch = DefaultMaxBatch
+	}
+	switch {
 	case c.DBTimeout < 0 || (c.DBTimeout == 0 && naive):
 		c.DBTimeout = NoTimeout
 	case c.DBTimeout == 0:
@@ -141,6 +154,9 @@ func (c Config) Validate() error {
 	}
 	if c.PoolSize < 1 {
 		errs = append(errs, fmt.Errorf("--pool-size: must be >= 1, got %d", c.PoolSize))
+	}
+	if c.MaxBatch < 1 {
+		errs = append(errs, fmt.Errorf("--max-batch: must be >= 1, got %d", c.MaxBatch))
 	}
 	if c.ReadyTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--ready-timeout: must be > 0, got %s", c.ReadyTimeout))

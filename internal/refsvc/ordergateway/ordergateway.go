@@ -12,10 +12,14 @@
 // MaxInFlight (128) orders are in flight; beyond that the answer is 503
 // ERR_ORDER_OVERLOADED at once, so a stalled database cannot pile up
 // goroutines, and each order's database work has a deadline (DBTimeout,
-// 1 s): on expiry 503 ERR_ORDER_DB_TIMEOUT. The naive build defaults to
-// the legacy service's request path: no in-flight limit and no deadline of
-// its own, so requests queue on the pool until their client gives up
-// (both are flags, to vary one thing at a time).
+// 1 s): on expiry 503 ERR_ORDER_DB_TIMEOUT. Orders are group-committed:
+// PoolSize writers each INSERT whatever is queued (up to MaxBatch, 64) in
+// one statement, so 2,800 orders/s across 3 replicas do not hang on the
+// round trip through Toxiproxy on a busy machine. The naive build defaults
+// to the legacy service's request path: one INSERT per request on the
+// request pool, no in-flight limit and no deadline of its own, so requests
+// queue on the pool until their client gives up (all three are flags, to
+// vary one thing at a time).
 //
 // # Correct build (HEALTH-ORD-001, ADR 0077)
 //
@@ -68,6 +72,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -114,6 +119,7 @@ type Service struct {
 	base   time.Time
 
 	pool   atomic.Pointer[pgxpool.Pool]
+	batch  *batcher // nil when MaxBatch is 1
 	probe  *refsvc.ProbeConn
 	wd     *refsvc.Watchdog
 	health *refsvc.Health
@@ -125,6 +131,8 @@ type Service struct {
 	lastOK   atomic.Int64 // ns since base of the last written order; -1 none
 
 	reg      *prometheus.Registry
+	batches  prometheus.Counter
+	batched  prometheus.Counter
 	created  prometheus.Counter
 	shed     prometheus.Counter
 	timeouts prometheus.Counter
@@ -155,6 +163,17 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 		reg:    prometheus.NewRegistry(),
 	}
 	s.lastOK.Store(-1)
+	if cfg.MaxBatch > 1 {
+		queue := cfg.MaxInFlight
+		if queue <= 0 {
+			queue = 1024
+		}
+		s.batch = newBatcher(queue, cfg.MaxBatch, s.pool.Load, func(n int) {
+			s.lastOK.Store(int64(time.Since(s.base)))
+			s.batches.Inc()
+			s.batched.Add(float64(n))
+		})
+	}
 	s.health = refsvc.NewHealth(logger, s.wd, s.poolGate,
 		refsvc.Check{Name: "database", Run: s.probe.Check},
 		refsvc.Check{Name: "work_queue", Run: s.pressureCheck},
@@ -197,7 +216,13 @@ func (s *Service) registerMetrics() {
 	s.timeouts = orders.WithLabelValues("db_timeout")
 	s.dbErrors = orders.WithLabelValues("db_error")
 	s.invalid = orders.WithLabelValues("invalid")
-	s.reg.MustRegister(orders,
+	s.batches = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "orders_batches_total", Help: "INSERT statements of the group-commit writer.",
+	})
+	s.batched = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "orders_batched_total", Help: "Orders written by the group-commit writer (divide by orders_batches_total for the mean batch).",
+	})
+	s.reg.MustRegister(orders, s.batches, s.batched,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "orders_inflight", Help: "POST /orders in flight.",
 		}, func() float64 { return float64(s.inflight.Load()) }),
@@ -234,6 +259,9 @@ func (s *Service) Start(ctx context.Context) {
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.wd.Run(ctx) }()
 	go func() { defer s.wg.Done(); s.startUp(ctx) }()
+	if s.batch != nil {
+		s.batch.start(ctx, int(s.cfg.PoolSize))
+	}
 }
 
 // Drain makes readiness answer 503 "draining".
@@ -243,6 +271,9 @@ func (s *Service) Drain() { s.health.Drain() }
 // pool and the readiness connection.
 func (s *Service) Close() {
 	s.wg.Wait()
+	if s.batch != nil {
+		s.batch.wait()
+	}
 	if p := s.pool.Swap(nil); p != nil {
 		p.Close()
 	}
@@ -414,8 +445,16 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.DBTimeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.DBTimeout)
 	}
-	_, err = pool.Exec(ctx, insertOrder, id, string(body))
-	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if s.batch != nil {
+		err = s.batch.submit(&order{ctx: ctx, id: id, payload: string(body), done: make(chan error, 1)})
+	} else {
+		_, err = pool.Exec(ctx, insertOrder, id, string(body))
+		if err == nil {
+			s.lastOK.Store(int64(time.Since(s.base)))
+		}
+	}
+	// The batch may hit the deadline a moment before ctx notices it.
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)
 	cancel()
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -436,7 +475,6 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 		}, retryAfterOverload)
 		return
 	}
-	s.lastOK.Store(int64(time.Since(s.base)))
 	s.created.Inc()
 	refsvc.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: "accepted"})
 }

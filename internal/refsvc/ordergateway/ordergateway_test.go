@@ -206,6 +206,73 @@ func TestOrdersAreWritten(t *testing.T) {
 	}
 }
 
+// TestRequestPaths: the group-commit writer (correct default) and one
+// INSERT per request (naive default) both write every order once.
+func TestRequestPaths(t *testing.T) {
+	pg := testutil.Postgres(t)
+	for _, tc := range []struct {
+		name     string
+		cfg      Config
+		batched  bool
+		statuses int
+	}{
+		{"group commit", Config{DatabaseURL: pg.DSN, MaxBatch: 16}, true, http.StatusCreated},
+		{"per request", Config{DatabaseURL: pg.DSN, Build: refsvc.BuildNaive}, false, http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, u := startGateway(t, tc.cfg)
+			// (the naive build answers every health path with its deep check)
+			refsvctest.WaitStatus(t, u+refsvc.PathStartup, http.StatusOK, 20*time.Second)
+			const n = 100
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := refsvctest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"%s-%d"}`, tc.name, i), 5*time.Second)
+					if r.Status != tc.statuses {
+						t.Errorf("POST /orders: %d %q %v", r.Status, r.Body, r.Err)
+					}
+				}()
+			}
+			wg.Wait()
+			if tc.batched != (s.batch != nil) {
+				t.Fatalf("batch writer present = %v, want %v", s.batch != nil, tc.batched)
+			}
+			m := metricsText(t, u)
+			wantBatched := "orders_batched_total 0"
+			if tc.batched {
+				wantBatched = fmt.Sprintf("orders_batched_total %d", n)
+			}
+			if !strings.Contains(m, wantBatched) || !strings.Contains(m, fmt.Sprintf(`orders_total{result="created"} %d`, n)) {
+				t.Errorf("metrics lack %q or %d created:\n%s", wantBatched, n, m)
+			}
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, pg.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var got int
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM orders WHERE order_id LIKE $1", tc.name+"-%").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != n {
+				t.Errorf("orders written = %d, want %d", got, n)
+			}
+		})
+	}
+}
+
+func metricsText(t *testing.T, u string) string {
+	t.Helper()
+	r := refsvctest.Do(http.MethodGet, u+"/metrics", "", 5*time.Second)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", r.Status, r.Err)
+	}
+	return r.Body
+}
+
 // TestCorrectBuildUnderDatabasePause is the INC-3119 drill in small: with
 // PostgreSQL black-holed, liveness stays 200 without delay, readiness fails
 // fast (its 250 ms timeout), orders fail with 503 within their deadline,
