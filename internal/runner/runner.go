@@ -103,6 +103,8 @@ type run struct {
 	// holds their reverts (LIFO), run on every exit path.
 	journal *inject.Journal
 	stack   *inject.Stack
+	// kube is set in kubernetes runs (after preflight).
+	kube *kubeEnv
 }
 
 func newRun(opts Options) (*run, error) {

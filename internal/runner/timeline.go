@@ -44,6 +44,9 @@ type timeline struct {
 func (r *run) run(ctx context.Context) (Result, error) {
 	start := time.Now()
 	r.log.Info("run starting", "file", r.sc.File)
+	if err := r.preflight(); err != nil {
+		return Result{Code: exitcode.Code(err)}, err
+	}
 	res, err := r.drive(ctx)
 	// Teardown always: faults first (inside drive's defers), then the rest.
 	if terr := r.teardown(); terr != nil && err == nil {
@@ -115,12 +118,6 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 	r.evlog.Emit(event.Event{At: r.clock.Now(), Kind: event.PhaseStart, Source: "run", Detail: "load-end"})
 
 	return r.finish(tl, runErr, cleanupErr, leftovers, verifyErr)
-}
-
-func (r *run) observeDeps() observe.Deps {
-	return observe.Deps{
-		Expand: func(s string) (string, error) { return scenario.Expand(s, r.vars) },
-	}
 }
 
 func (r *run) newTimeline() (*timeline, error) {
