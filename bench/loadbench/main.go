@@ -49,6 +49,7 @@ func main() {
 	duration := fs.Duration("duration", 10*time.Second, "how long to send")
 	workers := fs.Int("workers", 32, "max workers (saturation)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	scale := fs.Float64("scale", 1, "multiply the seeds' rates by this (memory, seeds)")
 	_ = fs.Parse(args)
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -65,11 +66,11 @@ func main() {
 	case "saturation":
 		err = saturation(*url, *duration, *workers, log)
 	case "seeds":
-		err = seeds(strings.Split(*urls, ","), *duration, log)
+		err = seeds(strings.Split(*urls, ","), *duration, *scale, log)
 	case "accuracy":
 		err = accuracy(*upstream, *duration, log)
 	case "memory":
-		err = memory(strings.Split(*urls, ","), *duration, log)
+		err = memory(strings.Split(*urls, ","), *duration, *scale, log)
 	default:
 		err = fmt.Errorf("unknown mode %q; known: accuracy, memory, saturation, seeds", mode)
 	}
@@ -133,19 +134,19 @@ var seedRates = []struct {
 	rate int
 }{{"orders", 2800}, {"card-auth", 1400}, {"tax", 150}}
 
-func seedStreams(urls []string, dur time.Duration) ([]scenario.Stream, error) {
+func seedStreams(urls []string, dur time.Duration, scale float64) ([]scenario.Stream, error) {
 	if len(urls) != 3 {
 		return nil, errors.New("needs -urls with three URLs")
 	}
 	var out []scenario.Stream
 	for i, s := range seedRates {
-		out = append(out, stream(s.name, urls[i], s.rate, dur))
+		out = append(out, stream(s.name, urls[i], max(1, int(float64(s.rate)*scale+0.5)), dur))
 	}
 	return out, nil
 }
 
-func seeds(urls []string, dur time.Duration, log *slog.Logger) error {
-	streams, err := seedStreams(urls, dur)
+func seeds(urls []string, dur time.Duration, scale float64, log *slog.Logger) error {
+	streams, err := seedStreams(urls, dur, scale)
 	if err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func seeds(urls []string, dur time.Duration, log *slog.Logger) error {
 		return err
 	}
 	series := eng.Series()
-	fmt.Printf("seeds: %s at 2800+1400+150 req/s\n", dur)
+	fmt.Printf("seeds: %s at (2800+1400+150) x %g req/s\n", dur, scale)
 	fmt.Printf("%-10s %9s %9s %8s %10s %10s %9s %9s %7s\n", "stream", "intended", "achieved", "ratio", "lag p50", "lag p99", "lat p50", "lat p99", "late")
 	for _, s := range seedRates {
 		t := series[s.name].Total()
@@ -237,8 +238,8 @@ func rss() int64 {
 	return 0
 }
 
-func memory(urls []string, dur time.Duration, log *slog.Logger) error {
-	streams, err := seedStreams(urls, dur)
+func memory(urls []string, dur time.Duration, scale float64, log *slog.Logger) error {
+	streams, err := seedStreams(urls, dur, scale)
 	if err != nil {
 		return err
 	}
