@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/testutil"
+)
+
+// knownBug skips a test that shows a bug not fixed yet, unless
+// DRILL_E2E_KNOWN_BUGS=1. Remove the call when the bug is fixed.
+func knownBug(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs drill as a child process")
+	}
+	if os.Getenv("DRILL_E2E_KNOWN_BUGS") != "1" {
+		t.Skipf("known bug, not fixed yet: %s (DRILL_E2E_KNOWN_BUGS=1 runs it)", what)
+	}
+}
+
+// TestKnownBugAdoptProxyWithoutListen: a scenario naming a proxy that
+// already exists on a remote Toxiproxy, without listen (as staging
+// scenarios do), must adopt it. The scenario defaults fill Proxy.Listen
+// with 127.0.0.1:0, so EnsureProxy compares "127.0.0.1:0" with the real
+// listen address and refuses the proxy (exit 3).
+func TestKnownBugAdoptProxyWithoutListen(t *testing.T) {
+	knownBug(t, "scenario default listen 127.0.0.1:0 blocks adopting an existing remote proxy")
+	drill, tpBin := binaries(t)
+	pg := testutil.Postgres(t)
+	tp := startToxiproxy(t, tpBin)
+	c := newCase(t)
+	t.Cleanup(func() {
+		_, _ = runDrill(t, c, drill, "cleanup", "--run", c.RunID, "--toxiproxy", tp.URL, "--state-dir", c.State)
+		killProcesses(c)
+	})
+	tp.createProxy(t, "pg", pg.Addr)
+	scenario := c.writeScenario(t, "order-gateway-remote.yaml.tmpl", map[string]string{
+		"Name": "adopt", "ToxiproxyURL": tp.URL, "Proxy": "pg", "Upstream": pg.Addr,
+		"DatabaseURL": fmt.Sprintf("postgres://%s@${proxies.pg.addr}/%s?sslmode=disable", pg.User, pg.Database),
+	})
+	p := startDrill(t, c, drill, "run", "-v", "--state-dir", c.State, "--out", c.Out, "--run-id", c.RunID, scenario)
+	p.exit()
+	if p.hasLine("exists at") || !p.hasLine(`msg="proxy ready"`) {
+		t.Fatal("drill refused to adopt the existing proxy pg (see its log)")
+	}
+}
+
+// TestKnownBugOnPathPooledRemote: with a remote toxiproxy-server (which
+// counts a connection's bytes only when it closes) in front of a service
+// that keeps pooled PostgreSQL connections (order-gateway, like most real
+// services), the fault-on-path check sees no bytes move and ends the run
+// with exit 4 "would miss the traffic", although every query goes through
+// the proxy.
+func TestKnownBugOnPathPooledRemote(t *testing.T) {
+	knownBug(t, "fault-on-path check rejects a remote Toxiproxy in front of pooled connections")
+	drill, tpBin := binaries(t)
+	pg := testutil.Postgres(t)
+	tp := startToxiproxy(t, tpBin)
+	c := newCase(t)
+	t.Cleanup(func() {
+		_, _ = runDrill(t, c, drill, "cleanup", "--run", c.RunID, "--toxiproxy", tp.URL, "--state-dir", c.State)
+		killProcesses(c)
+	})
+	listen := tp.createProxy(t, "pg", pg.Addr)
+	scenario := c.writeScenario(t, "order-gateway-remote.yaml.tmpl", map[string]string{
+		"Name": "pooled", "ToxiproxyURL": tp.URL, "Proxy": "pg", "Listen": listen, "Upstream": pg.Addr,
+		"DatabaseURL": fmt.Sprintf("postgres://%s@${proxies.pg.addr}/%s?sslmode=disable", pg.User, pg.Database),
+	})
+	p := startDrill(t, c, drill, "run", "-v", "--state-dir", c.State, "--out", c.Out, "--run-id", c.RunID, scenario)
+	code, _ := p.exit()
+	if p.hasLine("would miss the traffic") || !p.hasLine(logFaultOn) {
+		t.Fatalf("exit %d: drill judged the fault off the traffic path, yet order-gateway reaches PostgreSQL only through the proxy", code)
+	}
+}
+
+// TestKnownBugSIGKILLDuringProcessPause: drill is SIGKILLed while the local
+// PostgreSQL is paused. The postmaster dies with drill (parent-death
+// signal), but its children (backends, checkpointer, ...) live in their own
+// sessions and stay stopped. drill cleanup must continue them (they then
+// see the postmaster gone and exit); today it reports the process group as
+// gone, because the journal holds only the PGID (the stopped PIDs are not
+// journaled) and the group's leader is dead.
+func TestKnownBugSIGKILLDuringProcessPause(t *testing.T) {
+	knownBug(t, "drill cleanup leaves stopped PostgreSQL children of a SIGKILLed process pause")
+	drill, _ := binaries(t)
+	c, p, _ := startProcessPause(t, drill, "sigkill-during-pause")
+	p.signal(syscall.SIGKILL)
+	if _, sig := p.exit(); sig != syscall.SIGKILL {
+		t.Fatalf("drill ended by signal %v, want SIGKILL", sig)
+	}
+	// Give the parent-death signals a moment, then see what is left.
+	eventually(10*time.Second, func() bool {
+		for _, pr := range processesOf(c) {
+			if pr.State != "T" {
+				return false
+			}
+		}
+		return true
+	})
+	stopped := processesOf(c)
+	t.Logf("after SIGKILL, processes of the run:\n%s", joinProcs(stopped))
+	code, out := runDrill(t, c, drill, "cleanup", "--run", c.RunID, "--state-dir", c.State)
+	t.Logf("drill cleanup: exit %d\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("drill cleanup exit %d, want 0", code)
+	}
+	if !eventually(30*time.Second, func() bool { return len(processesOf(c)) == 0 }) {
+		left := processesOf(c)
+		var st []string
+		for _, pr := range left {
+			st = append(st, pr.State)
+		}
+		t.Fatalf("after drill cleanup %d processes of the run remain (states %s):\n%s", len(left), strings.Join(st, ""), joinProcs(left))
+	}
+}
