@@ -36,7 +36,8 @@ const maxDepth = 64
 // Every problem in bad input comes back at once as *[Errors], each naming
 // file:line:col and the field path. Decode problems (syntax, unknown keys,
 // wrong types or units) are reported without the semantic checks, which run
-// only on a file that decodes.
+// only on a file that decodes; manifest, targets-file and semantic problems
+// are reported together.
 func Load(path string) (*Scenario, error) {
 	data, err := readLimited(path)
 	if err != nil {
@@ -46,11 +47,18 @@ func Load(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.loadManifests(); err != nil {
-		return nil, err
+	// Manifest, file and semantic problems are reported together.
+	var all errorList
+	collect := func(err error) {
+		if e := AsErrors(err); e != nil {
+			all.list = append(all.list, e.List...)
+		}
 	}
+	collect(s.loadManifests()) // before defaults: manifest probes get them too
+	collect(s.checkFiles())
 	s.SetDefaults()
-	if err := s.Validate(); err != nil {
+	collect(s.Validate())
+	if err := all.err(path); err != nil {
 		return nil, err
 	}
 	return s, nil

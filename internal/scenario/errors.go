@@ -56,6 +56,10 @@ func (e *Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// ExitCode is 2: a bad scenario is bad input, and nothing was touched
+// (the table is in internal/exitcode and the README).
+func (e *Errors) ExitCode() int { return 2 }
+
 // Unwrap gives the single problems to errors.Is and errors.As.
 func (e *Errors) Unwrap() []error {
 	out := make([]error, len(e.List))

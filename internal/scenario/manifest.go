@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -164,4 +165,46 @@ func get(n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// FilePath resolves a path written in the scenario (a targets file):
+// absolute paths stay, relative ones are relative to the scenario file.
+func (s *Scenario) FilePath(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(filepath.Dir(s.File), path)
+}
+
+// checkFiles checks that the targets files streams name can be read, so a
+// missing file is bad input found before anything starts. Errors are *Errors.
+func (s *Scenario) checkFiles() error {
+	var errs errorList
+	for i, st := range s.Streams {
+		if st.TargetsFile == nil || st.TargetsFile.Path == "" {
+			continue
+		}
+		path := s.FilePath(st.TargetsFile.Path)
+		f, err := os.Open(path)
+		if err == nil {
+			var info os.FileInfo
+			info, err = f.Stat()
+			f.Close()
+			if err == nil && info.IsDir() {
+				err = fmt.Errorf("is a directory")
+			}
+		}
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			e := &Error{File: s.File, Path: fmt.Sprintf("streams[%d].targetsFile.path", i), Msg: fmt.Sprintf("targets file %s: %v", path, err)}
+			if p, ok := s.Positions[e.Path]; ok {
+				e.Line, e.Column = p.Line, p.Column
+			}
+			errs.add(e)
+		}
+	}
+	return errs.err(s.File)
 }

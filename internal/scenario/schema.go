@@ -17,7 +17,7 @@ const (
 	DurationPattern   = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	RatePattern       = `^\s*[0-9]+\s*/\s*(s|m|h|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)\s*$`
 	ByteSizePattern   = `^\s*[0-9]+\s*(B|KB|MB|GB|KiB|MiB|GiB)?\s*$`
-	PercentilePattern = `^p?[0-9]+(\.[0-9]+)?$`
+	PercentilePattern = `^p?(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)$`
 )
 
 // enums lists the allowed values of enumerated keys, by "Type.key".
