@@ -12,7 +12,6 @@ import (
 	"github.com/drillhq/drill/internal/deps"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
-	"github.com/drillhq/drill/internal/manifest"
 	"github.com/drillhq/drill/internal/runtime"
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -188,27 +187,8 @@ func (r *run) serviceCommand(s scenario.Service) []string {
 }
 
 func (r *run) startService(ctx context.Context, s scenario.Service) error {
-	probes := scenario.Probes{}
-	if s.Manifest != nil {
-		path := s.Manifest.Path
-		if !filepath.IsAbs(path) && r.sc.File != "" {
-			path = filepath.Join(filepath.Dir(r.sc.File), path)
-		}
-		mp, err := manifest.Probes(path, s.Manifest.Container)
-		if err != nil {
-			return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("service %s: %w", s.Name, err))
-		}
-		probes = mp
-	}
-	if s.Probes.StartupProbe != nil {
-		probes.StartupProbe = s.Probes.StartupProbe
-	}
-	if s.Probes.LivenessProbe != nil {
-		probes.LivenessProbe = s.Probes.LivenessProbe
-	}
-	if s.Probes.ReadinessProbe != nil {
-		probes.ReadinessProbe = s.Probes.ReadinessProbe
-	}
+	// scenario.Load already merged the manifest's probes (inline ones win).
+	probes := s.Probes
 	env := map[string]string{}
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {
