@@ -310,19 +310,23 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	return nil
 }
 
-// RestartAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after 10 s)
-// and starts it again with the same flags, port, certificates and etcd data,
-// waiting for /readyz. Clients keep working with the same kubeconfig; watches
-// break and must be re-established, as after a real API server restart. The
-// controller manager keeps running and reconnects by itself.
-func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+// RestartAPIServer stops kube-apiserver and starts it again with the same
+// flags, port, certificates and etcd data, waiting for /readyz. grace is how
+// long SIGTERM may take before SIGKILL: 0 kills at once, like a crash. A
+// graceful stop while clients hold watches can take up to grace: measured
+// here, kube-apiserver waited its full 60 s shutdown timeout with the
+// controller manager connected. Clients keep working with the same
+// kubeconfig; their watches break and must be re-established, as after a
+// real API server restart. The controller manager keeps running and
+// reconnects by itself.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, grace time.Duration) error {
 	cp.mu.Lock()
 	api := cp.api
 	cp.mu.Unlock()
 	if api == nil {
 		return errors.New("restart kube-apiserver: not running")
 	}
-	if err := api.stop(10 * time.Second); err != nil {
+	if err := api.stop(grace); err != nil {
 		return fmt.Errorf("restart kube-apiserver: %w", err)
 	}
 	return cp.startAPIServer(ctx)
@@ -402,7 +406,8 @@ func (cp *ControlPlane) RESTConfig() *rest.Config {
 }
 
 // Stop ends kube-controller-manager and kube-apiserver (SIGTERM to each
-// process group, SIGKILL after 10 s), closes etcd and removes the temporary
+// process group, SIGKILL after 10 s; a client still holding a watch makes
+// the API server use all 10 s), closes etcd and removes the temporary
 // directory and a kubeconfig written to Options.KubeconfigPath. It is
 // idempotent: later calls return the first call's result. The error joins
 // every step that failed, e.g. a process group that still has members.

@@ -66,12 +66,12 @@ func (p *process) exitError() error {
 }
 
 // stop sends SIGTERM to the process group, waits up to grace for the leader
-// to exit, then sends SIGKILL to the group and waits up to 10 s more. It
+// to exit (no SIGTERM when grace is 0), then sends SIGKILL to the group and waits up to 10 s more. It
 // returns an error if the process is still not reaped after that, or if any
 // member of the group is still alive.
 func (p *process) stop(grace time.Duration) error {
 	pgid := p.pid()
-	if !p.exited() {
+	if !p.exited() && grace > 0 {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {
 		case <-p.done:
