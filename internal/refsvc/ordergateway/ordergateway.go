@@ -9,7 +9,7 @@
 // POST /orders takes a JSON object with an "id" (string or number) and
 // INSERTs it into the table orders (created at start under an advisory
 // lock, so replicas may start together). In the correct build at most
-// MaxInFlight (128) orders are in flight; beyond that the answer is 503
+// MaxInFlight (1024) orders are in flight; beyond that the answer is 503
 // ERR_ORDER_OVERLOADED at once, so a stalled database cannot pile up
 // goroutines, and each order's database work has a deadline (DBTimeout,
 // 1 s): on expiry 503 ERR_ORDER_DB_TIMEOUT. Orders are group-committed:
