@@ -74,9 +74,9 @@ type Options struct {
 	// SkipBuild uses the binaries already in BinDir instead of running
 	// `go build`; Start fails if they are missing.
 	SkipBuild bool
-	// KubeconfigPath is where the kubeconfig is written. Empty means a file
-	// in the control plane's temporary directory (removed by Stop). A path
-	// given here is not removed by Stop.
+	// KubeconfigPath is where the kubeconfig is written, as the last step of
+	// a successful Start (so its appearance means ready); Stop removes it.
+	// Empty means only a file in the temporary directory.
 	KubeconfigPath string
 	// Controllers is kube-controller-manager's --controllers list.
 	// Empty means DefaultControllers.
@@ -97,7 +97,7 @@ type ControlPlane struct {
 	log          *slog.Logger
 	dir          string // temp dir holding certs, tokens, logs, etcd data
 	kubeconfig   string
-	ownKubecfg   bool // kubeconfig is outside dir and was written by Start
+	ownKubecfg   bool // kubeconfig is Options.KubeconfigPath, removed by Stop
 	token        string
 	apiPort      int
 	kcmPort      int
@@ -238,16 +238,10 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return cp, err
 	}
 
-	kubeconfigPath := opts.KubeconfigPath
-	if kubeconfigPath == "" {
-		kubeconfigPath = filepath.Join(dir, "kubeconfig")
-	} else {
-		cp.ownKubecfg = true
-	}
-	if err := writeKubeconfig(kubeconfigPath, cp.URL(), p.caPEM, cp.token); err != nil {
+	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(cp.kubeconfig, cp.URL(), p.caPEM, cp.token); err != nil {
 		return cp, err
 	}
-	cp.kubeconfig = kubeconfigPath
 	kcmKubeconfig := filepath.Join(dir, "kube-controller-manager.kubeconfig")
 	if err := writeKubeconfig(kcmKubeconfig, cp.URL(), p.caPEM, kcmToken); err != nil {
 		return cp, err
@@ -287,6 +281,21 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 	if err := cp.waitDefaultServiceAccount(ctx); err != nil {
 		return cp, err
+	}
+	if opts.KubeconfigPath != "" {
+		// Written last and renamed into place, so that a script may take
+		// the file's existence to mean "ready".
+		tmp := filepath.Join(dir, "kubeconfig.out")
+		if err := writeKubeconfig(tmp, cp.URL(), p.caPEM, cp.token); err != nil {
+			return cp, err
+		}
+		if err := os.Rename(tmp, opts.KubeconfigPath); err != nil {
+			// Another filesystem: copy instead (not atomic).
+			if err := writeKubeconfig(opts.KubeconfigPath, cp.URL(), p.caPEM, cp.token); err != nil {
+				return cp, err
+			}
+		}
+		cp.kubeconfig, cp.ownKubecfg = opts.KubeconfigPath, true
 	}
 	log.Info("control plane ready", "url", cp.URL(), "kubeconfig", cp.kubeconfig)
 	return cp, nil

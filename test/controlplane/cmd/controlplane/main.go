@@ -34,8 +34,9 @@ func main() {
 const usage = `usage: controlplane up --kubeconfig PATH [--bin-dir DIR] [--controllers a,b,c] [--skip-build] [--quiet]
 
 Starts etcd, kube-apiserver and kube-controller-manager (%s) on 127.0.0.1,
-writes a kubeconfig (context %q, namespace default) and waits for SIGINT or
-SIGTERM, then stops everything and removes the kubeconfig and temp files.
+writes a kubeconfig (context %q, namespace default) once everything is ready
+(so its appearance means ready) and waits for SIGINT or SIGTERM, then stops
+everything and removes the kubeconfig and temp files.
 `
 
 // run parses args and runs the only subcommand, "up".
