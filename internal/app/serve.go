@@ -166,7 +166,7 @@ querying through the request pool with no timeout of its own. Both: /metrics.`,
 	fs.Int32Var(&cfg.PoolSize, "pool-size", ordergateway.DefaultPoolSize, "request pool size (connections)")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 0, "concurrent orders before 503 ERR_ORDER_OVERLOADED (0: build default, correct 1024, naive unlimited; -1: unlimited)")
 	fs.DurationVar(&cfg.DBTimeout, "db-timeout", 0, "deadline of each order's database work (0: build default, correct 1s, naive none; -1: none)")
-	fs.IntVar(&cfg.MaxBatch, "max-batch", 0, "most orders per INSERT of the group-commit writer (0: build default, correct 64, naive 1 = one INSERT per request on the request pool)")
+	fs.IntVar(&cfg.MaxBatch, "max-batch", 0, "most orders per INSERT of the group-commit writer (0: default 64; 1: one INSERT per request, queueing for a pool connection)")
 	fs.StringVar(&pr, "ready-pressure", string(ordergateway.PressureStalled),
 		"work-queue pressure in readiness: stalled (>= threshold and no order written in --pressure-window), strict (>= threshold), off")
 	fs.Float64Var(&cfg.PressureThreshold, "pressure-threshold", ordergateway.DefaultPressureThreshold, "in-flight fraction of --max-inflight counted as pressure")

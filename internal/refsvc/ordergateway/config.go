@@ -71,11 +71,12 @@ type Config struct {
 	// Negative means none (the request's own context only); 0 means the
 	// build's default: 1s (correct) or none (naive).
 	DBTimeout time.Duration
-	// MaxBatch is the most orders written by one INSERT. Above 1, PoolSize
-	// writer goroutines group-commit whatever is queued (one round trip per
-	// batch); 1 means one INSERT per request on the request's goroutine,
-	// queueing on the pool like the legacy service. 0 means the build's
-	// default: 64 (correct) or 1 (naive).
+	// MaxBatch is the most orders written by one INSERT; default 64 in both
+	// builds. Above 1, PoolSize writer goroutines group-commit whatever is
+	// queued (one round trip per batch); 1 means one INSERT per request on
+	// the request's goroutine, each queueing for a pool connection (use it
+	// to make a slow database saturate the pool, as in the ADR 0077
+	// overload drill).
 	MaxBatch int
 	// ReadyTimeout bounds the readiness SELECT 1 on the dedicated
 	// connection (MC-PS-01); default 250ms.
@@ -117,10 +118,7 @@ func (c *Config) SetDefaults() {
 	case c.MaxInFlight == 0:
 		c.MaxInFlight = DefaultMaxInFlight
 	}
-	switch {
-	case c.MaxBatch == 0 && naive:
-		c.MaxBatch = 1
-	case c.MaxBatch == 0:
+	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
 	switch {

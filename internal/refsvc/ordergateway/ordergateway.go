@@ -15,11 +15,11 @@
 // 1 s): on expiry 503 ERR_ORDER_DB_TIMEOUT. Orders are group-committed:
 // PoolSize writers each INSERT whatever is queued (up to MaxBatch, 64) in
 // one statement, so 2,800 orders/s across 3 replicas do not hang on the
-// round trip through Toxiproxy on a busy machine. The naive build defaults
-// to the legacy service's request path: one INSERT per request on the
-// request pool, no in-flight limit and no deadline of its own, so requests
-// queue on the pool until their client gives up (all three are flags, to
-// vary one thing at a time).
+// round trip through Toxiproxy on a busy machine (--max-batch 1 writes one
+// INSERT per request instead, each queueing for a pool connection). The
+// naive build defaults to the legacy service's admission: no in-flight
+// limit and no deadline of its own, so work queues until its client gives
+// up (both are flags, to vary one thing at a time).
 //
 // # Correct build (HEALTH-ORD-001, ADR 0077)
 //
@@ -54,8 +54,10 @@
 // orders for a connection and hangs with the database. With the naive
 // manifest (liveness and readiness on /health, timeout 1 s, failure 3) a
 // 15 s PostgreSQL pause fails liveness three times and the kubelet restarts
-// the replica, and under overload readiness times out behind the pool of
-// unboundedly queued orders (ADR 0077's unroutable phases).
+// the replica (the writers hold every pool connection, hung on the
+// database). Under overload with --max-batch 1 its readiness queues behind
+// the unboundedly queued orders for a connection and times out (ADR 0077's
+// unroutable phases).
 //
 // /metrics serves Prometheus text in both builds.
 package ordergateway

@@ -206,8 +206,8 @@ func TestOrdersAreWritten(t *testing.T) {
 	}
 }
 
-// TestRequestPaths: the group-commit writer (correct default) and one
-// INSERT per request (naive default) both write every order once.
+// TestRequestPaths: the group-commit writer (the default) and one INSERT
+// per request (--max-batch 1) both write every order once.
 func TestRequestPaths(t *testing.T) {
 	pg := testutil.Postgres(t)
 	for _, tc := range []struct {
@@ -217,7 +217,7 @@ func TestRequestPaths(t *testing.T) {
 		statuses int
 	}{
 		{"group commit", Config{DatabaseURL: pg.DSN, MaxBatch: 16}, true, http.StatusCreated},
-		{"per request", Config{DatabaseURL: pg.DSN, Build: refsvc.BuildNaive}, false, http.StatusCreated},
+		{"per request", Config{DatabaseURL: pg.DSN, Build: refsvc.BuildNaive, MaxBatch: 1}, false, http.StatusCreated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, u := startGateway(t, tc.cfg)
