@@ -251,6 +251,18 @@ func TestEnsureProxy(t *testing.T) {
 		if err != nil || again.Listen != info.Listen {
 			t.Fatalf("adopt: %+v %v", again, err)
 		}
+		// The scenario default listen 127.0.0.1:0 (and any port 0) means
+		// "any address": it adopts the proxy wherever it listens.
+		for _, listen := range []string{"127.0.0.1:0", ":0", "0.0.0.0:0", info.Listen} {
+			got, err := EnsureProxy(ctx, tp, env.RunID, scenario.Proxy{Name: name, Listen: listen, Upstream: up.Addr().String()}, env.Journal, &stack)
+			if err != nil || got.Listen != info.Listen {
+				t.Fatalf("adopt with listen %q: %+v %v", listen, got, err)
+			}
+		}
+		if _, err := EnsureProxy(ctx, tp, env.RunID, scenario.Proxy{Name: name, Listen: "127.0.0.1:1"}, env.Journal, &stack); err == nil ||
+			!strings.Contains(err.Error(), "listening on") {
+			t.Fatalf("mismatched listen accepted: %v", err)
+		}
 		if _, err := EnsureProxy(ctx, tp, env.RunID, scenario.Proxy{Name: name, Upstream: "127.0.0.1:1"}, env.Journal, &stack); err == nil ||
 			!strings.Contains(err.Error(), "upstream") {
 			t.Fatalf("mismatched upstream accepted: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -15,9 +16,10 @@ import (
 // 127.0.0.1:0), journaled as proxy-created BEFORE the call, and its deletion
 // is pushed on stack (so it is removed on every exit path; `drill cleanup`
 // deletes it after a SIGKILL). If one exists (a remote Toxiproxy deployed in
-// staging), it is adopted when p.Upstream and p.Listen are empty or equal to
-// its own, and left in place at the end; otherwise the error says what
-// differs. An adopted proxy that is disabled is an error (another run may
+// staging), it is adopted when p.Upstream is empty or equal to its own and
+// p.Listen is empty, has port 0 (the scenario default 127.0.0.1:0 means "any
+// address") or equals its own; it is left in place at the end. Otherwise the
+// error says what differs. An adopted proxy that is disabled is an error (another run may
 // have left it down; run drill cleanup). stack and j may be nil.
 func EnsureProxy(ctx context.Context, tp Toxiproxy, runID string, p scenario.Proxy, j *Journal, stack *Stack) (ProxyInfo, error) {
 	if err := validName(p.Name); err != nil {
@@ -30,7 +32,7 @@ func EnsureProxy(ctx context.Context, tp Toxiproxy, runID string, p scenario.Pro
 			return ProxyInfo{}, fmt.Errorf("proxy %s exists at %s with upstream %s, the scenario says %s",
 				p.Name, tp.APIURL(), existing.Upstream, p.Upstream)
 		}
-		if p.Listen != "" && p.Listen != existing.Listen {
+		if !anyListen(p.Listen) && p.Listen != existing.Listen {
 			return ProxyInfo{}, fmt.Errorf("proxy %s exists at %s listening on %s, the scenario says %s",
 				p.Name, tp.APIURL(), existing.Listen, p.Listen)
 		}
@@ -75,4 +77,15 @@ func EnsureProxy(ctx context.Context, tp Toxiproxy, runID string, p scenario.Pro
 		stack.Push("proxy "+p.Name, del)
 	}
 	return info, nil
+}
+
+// anyListen reports whether listen leaves the address to the server: empty,
+// or port 0 (e.g. the scenario default 127.0.0.1:0). An existing proxy
+// matches such a listen whatever its own address.
+func anyListen(listen string) bool {
+	if listen == "" {
+		return true
+	}
+	_, port, err := net.SplitHostPort(listen)
+	return err == nil && (port == "0" || port == "")
 }

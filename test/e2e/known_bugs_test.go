@@ -29,7 +29,6 @@ func knownBug(t *testing.T, what string) {
 // with 127.0.0.1:0, so EnsureProxy compares "127.0.0.1:0" with the real
 // listen address and refuses the proxy (exit 3).
 func TestKnownBugAdoptProxyWithoutListen(t *testing.T) {
-	knownBug(t, "scenario default listen 127.0.0.1:0 blocks adopting an existing remote proxy")
 	drill, tpBin := binaries(t)
 	pg := testutil.Postgres(t)
 	tp := startToxiproxy(t, tpBin)
