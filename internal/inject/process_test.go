@@ -187,25 +187,28 @@ func TestCheckOnPath(t *testing.T) {
 	pg := testutil.Postgres(t)
 	modes(t, func(t *testing.T, tp Toxiproxy) {
 		proxy, addr := pgProxy(t, tp, pg)
-		query := func(addr string) func(ctx context.Context) error {
-			return func(ctx context.Context) error {
+		// Fresh connections: a remote server counts their bytes at close.
+		query := func(addr string) Drive {
+			return func(ctx context.Context) (time.Duration, error) {
+				start := time.Now()
 				c, err := connectVia(ctx, pg, addr)
 				if err != nil {
-					return err
+					return 0, err
 				}
 				defer c.Close(ctx)
 				_, err = c.Exec(ctx, "SELECT 1")
-				return err
+				return time.Since(start), err
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := CheckOnPath(ctx, tp, proxy, query(addr)); err != nil {
+		// No run id: the counters alone decide.
+		if err := CheckOnPath(ctx, tp, proxy, query(addr), OnPathOptions{}); err != nil {
 			t.Fatalf("traffic through the proxy: %v", err)
 		}
 		// Let the first drive's closing bytes pass before counting again.
 		settle(t, tp, proxy)
-		err := CheckOnPath(ctx, tp, proxy, query(pg.Addr))
+		err := CheckOnPath(ctx, tp, proxy, query(pg.Addr), OnPathOptions{})
 		if !errors.Is(err, ErrNotOnPath) {
 			t.Fatalf("traffic around the proxy: want ErrNotOnPath, got %v", err)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 )
 
 // Leftover is something drill applied that is still in effect.
@@ -154,57 +153,4 @@ func UnverifiedMessage(runID, url string, left []Leftover, readErr error) string
 	}
 	b.WriteString("\nremove with: " + CleanupCommand(runID, url))
 	return b.String()
-}
-
-// ErrNotOnPath means traffic did not flow through a proxy a fault will use,
-// so the fault would miss it and the drill would pass falsely. The runner
-// maps it to exit code 4 (invalid measurement).
-var ErrNotOnPath = errors.New("fault not on the traffic path")
-
-// onPathSettle is how long CheckOnPath waits for counters that move only
-// when connections close (remote Toxiproxy).
-const onPathSettle = 2 * time.Second
-
-// CheckOnPath confirms that traffic flows through proxy while drive runs:
-// the proxy's byte counters must move. drive should send a few requests that
-// make the system under test use the dependency behind the proxy.
-//
-// Embedded Toxiproxy counts bytes live. A remote Toxiproxy adds a
-// connection's bytes only when it closes (and only with -proxy-metrics), so
-// with long-lived pooled connections drive must make the service open a
-// fresh connection, or the check reports ErrNotOnPath falsely.
-//
-// Errors: [ErrNotOnPath] (exit 4) when the counters did not move;
-// [ErrCountersUnavailable] when the server has no counters; drive's error.
-func CheckOnPath(ctx context.Context, tp Toxiproxy, proxy string, drive func(ctx context.Context) error) error {
-	before, err := tp.Counters(ctx, proxy)
-	if err != nil {
-		return fmt.Errorf("check proxy %s is on the path: %w", proxy, err)
-	}
-	if err := drive(ctx); err != nil {
-		return fmt.Errorf("drive traffic to check proxy %s is on the path: %w", proxy, err)
-	}
-	deadline := time.Now().Add(onPathSettle)
-	for {
-		after, err := tp.Counters(ctx, proxy)
-		if err != nil {
-			return fmt.Errorf("check proxy %s is on the path: %w", proxy, err)
-		}
-		if after.Total() > before.Total() {
-			return nil
-		}
-		if after.Live || time.Now().After(deadline) {
-			hint := ""
-			if !after.Live {
-				hint = " (this Toxiproxy counts bytes when connections close; make the drive open fresh connections)"
-			}
-			return fmt.Errorf("%w: no bytes passed proxy %s while driving traffic (total stayed %d bytes)%s",
-				ErrNotOnPath, proxy, after.Total(), hint)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("check proxy %s is on the path: %w", proxy, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

@@ -182,11 +182,12 @@ func (tl *timeline) checkOnPath(ctx context.Context) error {
 			continue
 		}
 		seen[f.Proxy] = true
-		err := inject.CheckOnPath(ctx, tl.r.env.toxiproxy, f.Proxy, tl.warmTraffic)
-		if errors.Is(err, inject.ErrCountersUnavailable) {
-			tl.r.log.Warn("cannot check that the fault is on the traffic path: the Toxiproxy server has no byte counters (start it with -proxy-metrics)", "fault", f.Name, "proxy", f.Proxy)
-			continue
-		}
+		// Counters first; when they do not move (a remote Toxiproxy counts
+		// pooled connections only at close) or are missing, a canary
+		// latency toxic named drill-<run>-canary decides (DESIGN 7a).
+		err := inject.CheckOnPath(ctx, tl.r.env.toxiproxy, f.Proxy, tl.timedWarmTraffic, inject.OnPathOptions{
+			RunID: tl.r.id, Journal: tl.r.journal, Log: tl.r.log.With("component", "inject"),
+		})
 		if errors.Is(err, inject.ErrNotOnPath) {
 			return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("fault %s would miss the traffic: %w", f.Name, err))
 		}
@@ -196,6 +197,14 @@ func (tl *timeline) checkOnPath(ctx context.Context) error {
 		tl.r.log.Info("fault is on the traffic path", "fault", f.Name, "proxy", f.Proxy)
 	}
 	return nil
+}
+
+// timedWarmTraffic is warmTraffic timed: the total time of its requests,
+// which the on-path canary compares without and with its latency.
+func (tl *timeline) timedWarmTraffic(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	err := tl.warmTraffic(ctx)
+	return time.Since(start), err
 }
 
 // warmTraffic sends a few requests of every stream's first target.

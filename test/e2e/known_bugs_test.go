@@ -56,7 +56,6 @@ func TestKnownBugAdoptProxyWithoutListen(t *testing.T) {
 // with exit 4 "would miss the traffic", although every query goes through
 // the proxy.
 func TestKnownBugOnPathPooledRemote(t *testing.T) {
-	knownBug(t, "fault-on-path check rejects a remote Toxiproxy in front of pooled connections")
 	drill, tpBin := binaries(t)
 	pg := testutil.Postgres(t)
 	tp := startToxiproxy(t, tpBin)
