@@ -57,6 +57,7 @@ func commands() []func(*Globals) *cobra.Command {
 		newPlanCommand,
 		newSchemaCommand,
 		newServeCommand,
+		newAgentCommand,
 		newCleanupCommand,
 		newReportCommand,
 		newVersionCommand,

@@ -161,6 +161,24 @@ func (p *Proxy) SetEndpoint(pod, addr string, order int, ready bool) {
 	p.emitLocked(kind, e, detail)
 }
 
+// RemoveEndpoint forgets the endpoint of pod: it gets no more requests
+// (those in flight finish) and, if it was known, EndpointRemoved is
+// emitted. For callers that route from an external endpoint list (a node
+// agent following EndpointSlices). After Close it does nothing.
+func (p *Proxy) RemoveEndpoint(pod string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.eps[pod]
+	if p.closed || !ok {
+		return
+	}
+	delete(p.eps, pod)
+	if e.ready {
+		p.publishLocked()
+	}
+	p.emitLocked(event.EndpointRemoved, e, "endpoint removed")
+}
+
 // Close stops routing (emitting EndpointRemoved for every endpoint), then
 // shuts the listener down, waiting for in-flight requests until ctx ends.
 func (p *Proxy) Close(ctx context.Context) error {

@@ -93,6 +93,50 @@ type ReplicaStatus struct {
 	// LastProbeFailure is the latest failed probe, "<probe>: <why>" ("" if
 	// none failed yet).
 	LastProbeFailure string `json:"lastProbeFailure,omitempty"`
+	// StartedAt is when the running process started (zero when none runs);
+	// a node agent reports it as state.running.startedAt.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	// LastTerminated describes how the previous instance ended, as the
+	// kubelet's lastState.terminated (nil if none has ended yet).
+	LastTerminated *Termination `json:"lastTerminated,omitempty"`
+}
+
+// Termination is how one container instance ended, with the fields of
+// core/v1 ContainerStateTerminated.
+type Termination struct {
+	// ExitCode is the process's exit code; 128+n when killed by signal n
+	// (as container runtimes report it).
+	ExitCode int32 `json:"exitCode"`
+	// Signal is the signal that killed the process (0 if it exited).
+	Signal int32 `json:"signal,omitempty"`
+	// Reason is Completed (exit code 0), Error (any other end) or
+	// StartError (the process could not be started), as the kubelet says.
+	Reason string `json:"reason"`
+	// Message says why the instance ended (e.g. the failed probe).
+	Message string `json:"message,omitempty"`
+	// StartedAt and FinishedAt bound the instance's run (StartedAt is zero
+	// for a StartError).
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt"`
+}
+
+// terminationOf describes inst, which has been reaped, ended for why.
+func terminationOf(inst *instance, why string) *Termination {
+	t := &Termination{Reason: "Error", Message: why, StartedAt: inst.started, FinishedAt: inst.finished}
+	if ps := inst.cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Signal = int32(ws.Signal())
+			t.ExitCode = 128 + t.Signal
+		} else {
+			t.ExitCode = int32(ps.ExitCode())
+		}
+	} else {
+		t.ExitCode = -1
+	}
+	if t.ExitCode == 0 {
+		t.Reason = "Completed"
+	}
+	return t
 }
 
 // Address is the replica's host:port on loopback.
@@ -390,6 +434,7 @@ func (r *Replica) startLocked(count int32) (*instance, error) {
 	r.st.State = StateRunning
 	r.st.Reason = ""
 	r.st.Started = false
+	r.st.StartedAt = inst.started
 	r.st.RestartCount = count
 	r.log.Debug("container started", "pid", inst.pid, "restartCount", count)
 	r.emitLocked(event.Event{Kind: event.PodStarted, RestartCount: count, Detail: fmt.Sprintf("pid %d", inst.pid)})
@@ -644,7 +689,9 @@ func (r *Replica) ended(inst *instance, cause termination, stopping bool) {
 	defer r.mu.Unlock()
 	r.st.PID = 0
 	r.st.Started = false
+	r.st.StartedAt = time.Time{}
 	r.st.LastTermination = cause.reason
+	r.st.LastTerminated = terminationOf(inst, cause.reason)
 	if stopping {
 		r.st.State, r.st.Reason = StateTerminated, ""
 	} else {
@@ -706,6 +753,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 		// failed start as a run that ended at once, and backs off.
 		r.st.RestartCount = count
 		r.st.LastTermination = err.Error()
+		r.st.LastTerminated = &Termination{ExitCode: 128, Reason: "StartError", Message: err.Error(), FinishedAt: time.Now()}
 		r.st.State, r.st.Reason = StateWaiting, "StartError"
 		r.changedLocked()
 		r.mu.Unlock()
