@@ -97,7 +97,10 @@ type Postgres struct {
 // synchronous_commit and full_page_writes off, the unix socket inside the
 // temp dir and trust auth. Run as root, both run as the "postgres" user if it
 // exists, else "nobody" (PostgreSQL refuses to run as root). The postmaster
-// receives SIGKILL if drill dies.
+// receives SIGKILL if drill dies (parent-death signal); its children, in
+// their own sessions, see it gone and exit by themselves, unless they are
+// stopped by a process pause: then `drill cleanup` continues them from the
+// journal (inject.Cleanup) and they exit.
 //
 // Mode container (or auto without binaries): testcontainers-go's PostgreSQL
 // module with spec.Image, which must already be present locally (drill never

@@ -45,7 +45,9 @@ type CleanupReport struct {
 // Cleanup undoes what killed runs left behind: every applied-but-not-reverted
 // journal entry (toxics removed, disabled proxies re-enabled, process groups
 // continued with SIGCONT, containers unpaused; each success is journaled as
-// reverted), then every drill toxic still on opts.Toxiproxy. It goes on after
+// reverted), then every drill toxic still on opts.Toxiproxy. A process
+// pause continues each journaled process that still exists with the same
+// start time, even when the group's leader is gone. It goes on after
 // a failure and returns the failures joined. Running it twice is harmless.
 func Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport, error) {
 	log := opts.Log
@@ -185,6 +187,14 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, er
 		}
 		return false, err
 	case KindProcessPause:
+		if len(e.Procs) > 0 {
+			// Every journaled process still the same one, even if the
+			// leader died (its children re-parented, in their own
+			// sessions, would otherwise stay stopped forever).
+			done, err := proctree.ContIDs(e.PGID, e.Procs)
+			return err == nil && len(done) == 0, err
+		}
+		// An older journal without start times: the group and its tree.
 		if tree, _ := proctree.Tree(e.PGID); len(tree) == 0 {
 			return true, nil
 		}

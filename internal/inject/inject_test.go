@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/inject/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -159,6 +160,38 @@ func TestJournalPendingAndTornLine(t *testing.T) {
 	runs, err := JournalRuns(state)
 	if err != nil || !reflect.DeepEqual(runs, []string{"r1"}) {
 		t.Fatalf("JournalRuns = %v %v", runs, err)
+	}
+}
+
+func TestPendingLaterApplySupersedes(t *testing.T) {
+	e := func(op, key string, pids ...int) Entry {
+		var procs []proctree.ID
+		for _, p := range pids {
+			procs = append(procs, proctree.ID{PID: p, Start: 1})
+		}
+		return Entry{Run: "r1", Op: op, Key: key, Kind: KindProcessPause, Procs: procs}
+	}
+	tests := []struct {
+		name    string
+		entries []Entry
+		want    []Entry
+	}{
+		{"second apply replaces the first in place",
+			[]Entry{e(OpApply, "p", 1), e(OpApply, "t"), e(OpApply, "p", 1, 2)},
+			[]Entry{e(OpApply, "p", 1, 2), e(OpApply, "t")}},
+		{"revert closes every apply before it",
+			[]Entry{e(OpApply, "p", 1), e(OpApply, "p", 1, 2), e(OpRevert, "p")}, nil},
+		{"apply after revert opens again",
+			[]Entry{e(OpApply, "p", 1), e(OpRevert, "p"), e(OpApply, "t"), e(OpApply, "p", 3)},
+			[]Entry{e(OpApply, "t"), e(OpApply, "p", 3)}},
+		{"revert without apply is ignored", []Entry{e(OpRevert, "p")}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Pending(tc.entries); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Pending = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 

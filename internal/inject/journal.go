@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drillhq/drill/internal/inject/proctree"
 )
 
 // Journal operations.
@@ -26,7 +28,7 @@ const (
 	KindToxic          = "toxic"           // remove Toxic from Proxy at Toxiproxy
 	KindProxyDisabled  = "proxy-disabled"  // re-enable Proxy at Toxiproxy
 	KindProxyCreated   = "proxy-created"   // delete Proxy at Toxiproxy
-	KindProcessPause   = "process-pause"   // SIGCONT group PGID and PIDs
+	KindProcessPause   = "process-pause"   // SIGCONT Procs (and group PGID while its leader lives)
 	KindContainerPause = "container-pause" // unpause Container
 )
 
@@ -47,10 +49,15 @@ type Entry struct {
 	Embedded bool   `json:"embedded,omitempty"`
 	Proxy    string `json:"proxy,omitempty"`
 	Toxic    string `json:"toxic,omitempty"`
-	// PGID is the paused process group; PIDs the processes stopped.
-	PGID      int    `json:"pgid,omitempty"`
-	PIDs      []int  `json:"pids,omitempty"`
-	Container string `json:"container,omitempty"`
+	// PGID is the paused process group. Procs are the processes of its tree
+	// with their start times, journaled before they are stopped (and again
+	// with any found while stopping), so cleanup can continue them even
+	// after the group's leader died. PIDs is the older form without start
+	// times (read from old journals only).
+	PGID      int           `json:"pgid,omitempty"`
+	Procs     []proctree.ID `json:"procs,omitempty"`
+	PIDs      []int         `json:"pids,omitempty"`
+	Container string        `json:"container,omitempty"`
 	// Dependency names the paused dependency (process/container pause).
 	Dependency string `json:"dependency,omitempty"`
 }
@@ -188,25 +195,40 @@ func ReadJournal(path string) ([]Entry, error) {
 	return out, nil
 }
 
-// Pending returns the OpApply entries not closed by an OpRevert of the same
-// Key, in the order they were applied.
+// Pending returns the OpApply entries not closed by a later OpRevert of the
+// same Key, in the order they were applied. A later OpApply of a Key still
+// open replaces the earlier one in place (a fault journaled again with more
+// detail, e.g. the processes a pause found after stopping); an OpApply after
+// an OpRevert opens the Key again.
 func Pending(entries []Entry) []Entry {
-	reverted := map[string]bool{}
-	for _, e := range entries {
-		if e.Op == OpRevert {
-			reverted[e.Run+"\x00"+e.Key] = true
-		}
-	}
 	var out []Entry
-	seen := map[string]bool{}
+	var open []bool
+	at := map[string]int{} // key -> index in out while open
 	for _, e := range entries {
 		k := e.Run + "\x00" + e.Key
-		if e.Op == OpApply && !reverted[k] && !seen[k] {
-			seen[k] = true
+		switch e.Op {
+		case OpApply:
+			if i, ok := at[k]; ok {
+				out[i] = e
+				continue
+			}
+			at[k] = len(out)
 			out = append(out, e)
+			open = append(open, true)
+		case OpRevert:
+			if i, ok := at[k]; ok {
+				open[i] = false
+				delete(at, k)
+			}
 		}
 	}
-	return out
+	var kept []Entry
+	for i, e := range out {
+		if open[i] {
+			kept = append(kept, e)
+		}
+	}
+	return kept
 }
 
 // JournalRuns lists the run ids that have a journal under stateDir, sorted.

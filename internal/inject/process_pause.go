@@ -73,35 +73,72 @@ func (p *processPause) Describe() string {
 	return fmt.Sprintf("SIGSTOP dependency %s (process group %d and descendants)", p.fault.Dependency, p.pgid)
 }
 
-func (p *processPause) entry(op string) Entry {
+func (p *processPause) entry(op string, procs []proctree.ID) Entry {
 	return Entry{
 		Op: op, Key: fmt.Sprintf("%s/%d", KindProcessPause, p.pgid), Kind: KindProcessPause, Fault: p.fault.Name,
-		PGID: p.pgid, Dependency: p.fault.Dependency,
+		PGID: p.pgid, Procs: procs, Dependency: p.fault.Dependency,
 	}
 }
 
-// Inject implements [Injector].
+// Inject implements [Injector]. It journals every process of the tree with
+// its start time BEFORE stopping anything, then stops the tree, and
+// journals again (same key, superseding) if stopping found processes the
+// first list missed (forked meanwhile). A drill SIGKILLed during the pause
+// thus leaves a journal naming every stopped process: `drill cleanup`
+// continues them even when the group's leader died with drill (PostgreSQL's
+// postmaster has a parent-death signal; its children, in their own
+// sessions, would stay stopped forever).
 func (p *processPause) Inject(ctx context.Context) (Revert, error) {
-	if err := p.env.Journal.Record(p.entry(OpApply)); err != nil {
+	before, err := proctree.TreeIDs(p.pgid)
+	if err != nil {
+		return nil, fmt.Errorf("list processes of group %d: %w", p.pgid, err)
+	}
+	if err := p.env.Journal.Record(p.entry(OpApply, before)); err != nil {
 		return nil, fmt.Errorf("journal process pause: %w", err)
 	}
-	pids, err := proctree.Stop(p.pgid)
-	if err != nil {
-		return nil, errors.Join(err, p.resume(pids)(ctx))
+	pids, stopErr := proctree.Stop(p.pgid)
+	procs, changed := mergeIDs(before, proctree.IDs(pids))
+	if changed {
+		if err := p.env.Journal.Record(p.entry(OpApply, procs)); err != nil {
+			return nil, errors.Join(fmt.Errorf("journal processes found while stopping: %w", err), p.resume(procs)(ctx))
+		}
+	}
+	if stopErr != nil {
+		return nil, errors.Join(stopErr, p.resume(procs)(ctx))
 	}
 	p.env.logger().Info("fault on", "fault", p.fault.Name, "what", p.Describe(), "pids", pids)
-	return p.resume(pids), nil
+	return p.resume(procs), nil
 }
 
-func (p *processPause) resume(pids []int) Revert {
+// resume continues every journaled process that is still the same one
+// (and the group and its current tree while the leader lives), then
+// journals the revert.
+func (p *processPause) resume(procs []proctree.ID) Revert {
 	return func(ctx context.Context) error {
-		if err := proctree.Cont(p.pgid, pids); err != nil {
+		if _, err := proctree.ContIDs(p.pgid, procs); err != nil {
 			return err
 		}
-		if err := p.env.Journal.Record(p.entry(OpRevert)); err != nil {
+		if err := p.env.Journal.Record(p.entry(OpRevert, nil)); err != nil {
 			return fmt.Errorf("journal revert of process pause: %w", err)
 		}
 		p.env.logger().Info("fault off", "fault", p.fault.Name, "what", p.Describe())
 		return nil
 	}
+}
+
+// mergeIDs returns a followed by the IDs of b it lacks, and whether there
+// were any.
+func mergeIDs(a, b []proctree.ID) ([]proctree.ID, bool) {
+	have := make(map[proctree.ID]bool, len(a))
+	for _, id := range a {
+		have[id] = true
+	}
+	out := append([]proctree.ID(nil), a...)
+	for _, id := range b {
+		if !have[id] {
+			have[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, len(out) > len(a)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -278,4 +279,93 @@ func TestEnsureProxy(t *testing.T) {
 		}
 		assertClean(t, tp, env)
 	})
+}
+
+// TestCleanupProcessPauseLeaderGone: a run SIGKILLed during a process pause
+// of PostgreSQL; the postmaster (group leader) dies with it (parent-death
+// signal), its children stay stopped in their own sessions. The journal
+// names every stopped process with its start time, so Cleanup continues
+// them, and they exit by themselves on seeing the postmaster gone.
+func TestCleanupProcessPauseLeaderGone(t *testing.T) {
+	pg := testutil.Postgres(t)
+	held := mustConnect(t, pg, pg.Addr) // one backend more in the tree
+	roundTrip(t, held)
+	env, state := testEnv(t, nil)
+	env.Processes = map[string]int{"pg": pg.PGID}
+	inject(t, scenario.Fault{Name: "freeze", Type: scenario.FaultProcessPause, Dependency: "pg"}, env)
+	env.Journal.Close()
+
+	entries, err := ReadJournal(JournalPath(state, env.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Pending(entries)
+	if len(p) != 1 || len(p[0].Procs) < 3 {
+		t.Fatalf("pending %+v, want one process pause naming the postmaster and its children", p)
+	}
+	procs := p[0].Procs
+	t.Cleanup(func() { // whatever happens, nothing stays stopped
+		for _, id := range procs {
+			if proctree.Same(id) {
+				_ = syscall.Kill(id.PID, syscall.SIGKILL)
+			}
+		}
+	})
+	for _, id := range procs {
+		if id.Start == 0 {
+			t.Fatalf("process %d journaled without its start time", id.PID)
+		}
+	}
+	if !eventuallyStopped(t, pg.PGID, true) {
+		t.Fatal("cluster not stopped")
+	}
+	// The postmaster dies as with drill SIGKILLed.
+	if err := syscall.Kill(pg.PGID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var children []proctree.ID
+	for _, id := range procs {
+		if id.PID != pg.PGID {
+			children = append(children, id)
+		}
+	}
+	waitFor(t, "postmaster gone", func() bool { return !proctree.Alive(pg.PGID) })
+	for _, id := range children {
+		if pr, err := proctree.Read(id.PID); err != nil || pr.State != 'T' {
+			t.Fatalf("child %d before cleanup: %+v %v; want stopped", id.PID, pr, err)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := Cleanup(ctx, CleanupOptions{StateDir: state, RunID: env.RunID})
+	if err != nil || len(rep.Removed) != 1 || rep.Removed[0].Kind != KindProcessPause {
+		t.Fatalf("Cleanup = %+v, %v; want the process pause removed", rep, err)
+	}
+	waitFor(t, "children of the dead postmaster exited", func() bool {
+		for _, id := range children {
+			if proctree.Same(id) {
+				return false
+			}
+		}
+		return true
+	})
+	entries, _ = ReadJournal(JournalPath(state, env.RunID))
+	if p := Pending(entries); len(p) != 0 {
+		t.Fatalf("journal pending after cleanup: %+v", p)
+	}
+	// Again: nothing left, the journal entry is closed.
+	if rep, err := Cleanup(ctx, CleanupOptions{StateDir: state, RunID: env.RunID}); err != nil || len(rep.Removed)+len(rep.Gone) != 0 {
+		t.Fatalf("second cleanup: %+v %v", rep, err)
+	}
+}
+
+// waitFor polls cond every 20 ms for up to 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+	}
 }

@@ -84,7 +84,6 @@ func TestKnownBugOnPathPooledRemote(t *testing.T) {
 // gone, because the journal holds only the PGID (the stopped PIDs are not
 // journaled) and the group's leader is dead.
 func TestKnownBugSIGKILLDuringProcessPause(t *testing.T) {
-	knownBug(t, "drill cleanup leaves stopped PostgreSQL children of a SIGKILLed process pause")
 	drill, _ := binaries(t)
 	c, p, _ := startProcessPause(t, drill, "sigkill-during-pause")
 	p.signal(syscall.SIGKILL)

@@ -27,7 +27,22 @@ type Proc struct {
 	State byte
 	// Comm is the executable name (at most 15 bytes).
 	Comm string
+	// Start is the start time in clock ticks after boot (field 22 of
+	// /proc/<pid>/stat; 0 if the line was too short). With PID it names a
+	// process across PID reuse.
+	Start uint64
 }
+
+// ID names one process across PID reuse: its PID and its start time in
+// clock ticks after boot. It is what a journal keeps, so that a process is
+// signalled later only if it is still the same one.
+type ID struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`
+}
+
+// ID returns p's [ID].
+func (p Proc) ID() ID { return ID{PID: p.PID, Start: p.Start} }
 
 // procRoot is where the process table is mounted.
 const procRoot = "/proc"
@@ -86,7 +101,14 @@ func parseStat(s string) (Proc, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return Proc{}, fmt.Errorf("parse process stat: %w", err)
 	}
-	return Proc{PID: pid, PPID: ppid, PGID: pgid, State: f[0][0], Comm: s[open+1 : closing]}, nil
+	p := Proc{PID: pid, PPID: ppid, PGID: pgid, State: f[0][0], Comm: s[open+1 : closing]}
+	const startField = 22 - 3 // fields are numbered from 1; f starts at field 3
+	if len(f) > startField {
+		if p.Start, err = strconv.ParseUint(f[startField], 10, 64); err != nil {
+			return Proc{}, fmt.Errorf("parse process stat start time: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // Tree returns the PIDs of every live (non-zombie) process in group pgid and
@@ -128,6 +150,70 @@ func treeOf(procs map[int]Proc, pgid int) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// TreeIDs is [Tree] with each process's start time: the IDs of every live
+// process in group pgid and of all their descendants, sorted by PID.
+func TreeIDs(pgid int) ([]ID, error) {
+	procs, err := Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	pids := treeOf(procs, pgid)
+	out := make([]ID, 0, len(pids))
+	for _, pid := range pids {
+		out = append(out, procs[pid].ID())
+	}
+	return out, nil
+}
+
+// IDs reads the start time of each pid and returns the IDs of those still
+// alive (not zombies), in the order given.
+func IDs(pids []int) []ID {
+	out := make([]ID, 0, len(pids))
+	for _, pid := range pids {
+		if p, err := Read(pid); err == nil && p.State != 'Z' {
+			out = append(out, p.ID())
+		}
+	}
+	return out
+}
+
+// Same reports whether id's process still exists, is not a zombie and
+// started at the same time (its PID was not reused).
+func Same(id ID) bool {
+	p, err := Read(id.PID)
+	return err == nil && p.State != 'Z' && p.Start == id.Start
+}
+
+// ContIDs sends SIGCONT to every process of ids that is still the same
+// process ([Same]); a PID now used by another process is left alone. When
+// the group leader pgid is among them and still the same, the group and its
+// current tree are continued too (children forked after ids was taken). It
+// works when the leader is gone: its former children, re-parented and in
+// their own sessions, are continued through ids. It returns the IDs it
+// continued; errors only when /proc cannot be read.
+func ContIDs(pgid int, ids []ID) ([]ID, error) {
+	var done []ID
+	leader := false
+	for _, id := range ids {
+		if id.PID <= 1 || !Same(id) {
+			continue
+		}
+		if err := syscall.Kill(id.PID, syscall.SIGCONT); err != nil {
+			continue // exited meanwhile
+		}
+		done = append(done, id)
+		if id.PID == pgid {
+			leader = true
+		}
+	}
+	if leader && pgid > 1 {
+		if err := Cont(pgid, nil); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Alive reports whether pid exists and is not a zombie.

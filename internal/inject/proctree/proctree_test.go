@@ -15,6 +15,8 @@ func TestParseStat(t *testing.T) {
 	}{
 		{"42 (postgres) S 1 42 42 0 -1", Proc{PID: 42, PPID: 1, PGID: 42, State: 'S', Comm: "postgres"}},
 		{"7 (a (b) c) T 3 5 5 0", Proc{PID: 7, PPID: 3, PGID: 5, State: 'T', Comm: "a (b) c"}},
+		{"981 (postgres) S 980 980 980 0 -1 4194560 1202 0 0 0 0 0 0 0 20 0 1 0 123456 221184000 6816",
+			Proc{PID: 981, PPID: 980, PGID: 980, State: 'S', Comm: "postgres", Start: 123456}},
 	}
 	for _, tc := range tests {
 		got, err := parseStat(tc.in)
@@ -79,5 +81,81 @@ func TestStopFollowsNewSessions(t *testing.T) {
 	waitState('S')
 	if !Alive(os.Getpid()) {
 		t.Fatal("Alive(self) = false")
+	}
+}
+
+// TestContIDsAfterLeaderDied: a stopped tree whose leader is killed leaves
+// its child (own session, re-parented) stopped; ContIDs continues it from
+// its journaled ID, and leaves alone an ID whose start time differs (a
+// reused PID).
+func TestContIDsAfterLeaderDied(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "setsid sleep 60 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	var ids []ID
+	t.Cleanup(func() {
+		tree, _ := Tree(pgid)
+		for _, id := range ids {
+			if Same(id) {
+				tree = append(tree, id.PID)
+			}
+		}
+		Kill(pgid, tree)
+		_ = cmd.Wait()
+	})
+	for deadline := time.Now().Add(10 * time.Second); len(ids) < 2; {
+		ids, _ = TreeIDs(pgid)
+		if time.Now().After(deadline) {
+			t.Fatalf("sleeper never appeared: %v", ids)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, id := range ids {
+		if id.Start == 0 || !Same(id) {
+			t.Fatalf("ID %+v: no start time or not Same", id)
+		}
+	}
+	if _, err := Stop(pgid); err != nil {
+		t.Fatal(err)
+	}
+	var child ID
+	for _, id := range ids {
+		if id.PID != pgid {
+			child = id
+		}
+	}
+	stateIs := func(pid int, want byte) bool {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if p, err := Read(pid); err == nil && (p.State == 'T') == (want == 'T') {
+				return true
+			}
+		}
+		return false
+	}
+	if !stateIs(child.PID, 'T') {
+		t.Fatal("child not stopped")
+	}
+	// The leader dies (SIGKILL ends a stopped process too).
+	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	if tree, _ := Tree(pgid); len(tree) != 0 {
+		t.Fatalf("group %d still has %v after its leader died", pgid, tree)
+	}
+	// A reused PID (other start time) is not signalled.
+	if done, err := ContIDs(pgid, []ID{{PID: child.PID, Start: child.Start + 1}}); err != nil || len(done) != 0 {
+		t.Fatalf("ContIDs with a wrong start time continued %v (%v)", done, err)
+	}
+	if !stateIs(child.PID, 'T') {
+		t.Fatal("child continued through a wrong start time")
+	}
+	done, err := ContIDs(pgid, ids)
+	if err != nil || len(done) != 1 || done[0] != child {
+		t.Fatalf("ContIDs = %v, %v; want only the child %+v", done, err, child)
+	}
+	if !stateIs(child.PID, 'S') {
+		t.Fatal("child still stopped after ContIDs")
 	}
 }
