@@ -29,6 +29,9 @@ func knownBug(t *testing.T, what string) {
 // with 127.0.0.1:0, so EnsureProxy compares "127.0.0.1:0" with the real
 // listen address and refuses the proxy (exit 3).
 func TestKnownBugAdoptProxyWithoutListen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs drill as a child process")
+	}
 	drill, tpBin := binaries(t)
 	pg := testutil.Postgres(t)
 	tp := startToxiproxy(t, tpBin)
@@ -56,6 +59,9 @@ func TestKnownBugAdoptProxyWithoutListen(t *testing.T) {
 // with exit 4 "would miss the traffic", although every query goes through
 // the proxy.
 func TestKnownBugOnPathPooledRemote(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs drill as a child process")
+	}
 	drill, tpBin := binaries(t)
 	pg := testutil.Postgres(t)
 	tp := startToxiproxy(t, tpBin)
@@ -84,6 +90,9 @@ func TestKnownBugOnPathPooledRemote(t *testing.T) {
 // gone, because the journal holds only the PGID (the stopped PIDs are not
 // journaled) and the group's leader is dead.
 func TestKnownBugSIGKILLDuringProcessPause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs drill as a child process")
+	}
 	drill, _ := binaries(t)
 	c, p, _ := startProcessPause(t, drill, "sigkill-during-pause")
 	p.signal(syscall.SIGKILL)
