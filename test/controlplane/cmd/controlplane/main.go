@@ -1,7 +1,9 @@
 // Command controlplane starts the test Kubernetes control plane (etcd,
 // kube-apiserver, kube-controller-manager on 127.0.0.1) and keeps it running
 // until SIGINT or SIGTERM, then stops it and removes everything it made,
-// including the kubeconfig.
+// including the kubeconfig. SIGUSR1 crash-restarts kube-apiserver (same
+// port and data, as ControlPlane.RestartAPIServer with grace 0), for
+// observer tests; it prints "kube-apiserver restarted" when it is ready again.
 //
 //	go run ./cmd/controlplane up --kubeconfig /tmp/drill-test.kubeconfig
 //	kubectl --kubeconfig /tmp/drill-test.kubeconfig get pods -A
@@ -36,7 +38,8 @@ const usage = `usage: controlplane up --kubeconfig PATH [--bin-dir DIR] [--contr
 Starts etcd, kube-apiserver and kube-controller-manager (%s) on 127.0.0.1,
 writes a kubeconfig (context %q, namespace default) once everything is ready
 (so its appearance means ready) and waits for SIGINT or SIGTERM, then stops
-everything and removes the kubeconfig and temp files.
+everything and removes the kubeconfig and temp files. SIGUSR1 crash-restarts
+kube-apiserver and prints "kube-apiserver restarted in N s" once it is ready.
 `
 
 // run parses args and runs the only subcommand, "up".
@@ -83,7 +86,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "control plane ready in %.1f s at %s\nkubeconfig: %s (context %s)\nlogs: %s\npress Ctrl-C to stop\n",
 		time.Since(start).Seconds(), cp.URL(), cp.Kubeconfig(), controlplane.ContextName, cp.Dir())
-	<-ctx.Done()
+	restart := make(chan os.Signal, 1)
+	signal.Notify(restart, syscall.SIGUSR1)
+	defer signal.Stop(restart)
+	for running := true; running; {
+		select {
+		case <-ctx.Done():
+			running = false
+		case <-restart:
+			begin := time.Now()
+			if err := cp.RestartAPIServer(ctx, 0); err != nil {
+				fmt.Fprintf(stdout, "kube-apiserver restart failed: %v\n", err)
+				continue
+			}
+			fmt.Fprintf(stdout, "kube-apiserver restarted in %.1f s\n", time.Since(begin).Seconds())
+		}
+	}
 	if err := cp.Stop(); err != nil {
 		return fmt.Errorf("stop control plane: %w", err)
 	}
