@@ -50,7 +50,9 @@ func main() {
 	workers := fs.Int("workers", 32, "max workers (saturation)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	scale := fs.Float64("scale", 1, "multiply the seeds' rates by this (memory, seeds)")
+	maxConns := fs.Int("max-connections", 0, "maxConnections of each stream (seeds, memory; 0: unlimited)")
 	_ = fs.Parse(args)
+	streamMaxConns = *maxConns
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -83,10 +85,14 @@ func main() {
 
 func d(x time.Duration) scenario.Duration { return scenario.Duration{Duration: x} }
 
+// streamMaxConns is -max-connections.
+var streamMaxConns int
+
 func stream(name, url string, perSec int, dur time.Duration) scenario.Stream {
 	return scenario.Stream{
 		Name: name, Targets: []scenario.Target{{URL: url}},
 		Rate: &scenario.Rate{Freq: perSec, Per: time.Second}, Duration: d(dur), Timeout: d(5 * time.Second),
+		MaxConnections: streamMaxConns,
 	}
 }
 

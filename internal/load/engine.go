@@ -78,6 +78,8 @@ type Options struct {
 	Grace time.Duration
 	// AbortLag: see DefaultAbortLag; negative disables the guard.
 	AbortLag time.Duration
+	// MaxDials caps the connections a stream opens at once; default 32.
+	MaxDials int
 }
 
 // Engine runs a set of streams once. Create it with [New]; call Run once.
@@ -149,6 +151,9 @@ func New(clock *event.Clock, streams []scenario.Stream, opts Options, log *slog.
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	if opts.MaxDials <= 0 {
+		opts.MaxDials = 32
 	}
 	if opts.AbortLag == 0 {
 		opts.AbortLag = DefaultAbortLag
@@ -238,8 +243,23 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	if !keepAlive {
 		dialer.KeepAlive = -1
 	}
+	// At most maxDials connections being opened at once: a catch-up burst
+	// then mostly waits for connections that free up in a millisecond
+	// instead of opening one per request (a connection storm that starved
+	// the generator and collapsed it in the benchmarks); a stalled server
+	// still gets as many connections as the load needs, 32 at a time.
+	dials := make(chan struct{}, e.opts.MaxDials)
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		select {
+		case dials <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-dials }()
+		return dialer.DialContext(ctx, network, addr)
+	}
 	s.base = &http.Transport{
-		DialContext:         dialer.DialContext,
+		DialContext:         dial,
 		MaxIdleConnsPerHost: int(min(s.maxWorkers, 10000)),
 		MaxConnsPerHost:     st.MaxConnections,
 		DisableKeepAlives:   !keepAlive,
