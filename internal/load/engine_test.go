@@ -320,16 +320,19 @@ func TestErrorKinds(t *testing.T) {
 	}))
 	defer slow.Close()
 
-	tests := []struct{ url, kind string }{
-		{closedURL, measure.ErrRefused},
-		{reset.URL, measure.ErrReset},
-		{slow.URL, measure.ErrTimeout},
+	tests := []struct {
+		url, kind string
+		timeout   time.Duration
+	}{
+		{closedURL, measure.ErrRefused, 3 * time.Second},
+		{reset.URL, measure.ErrReset, 3 * time.Second},
+		{slow.URL, measure.ErrTimeout, 200 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.kind, func(t *testing.T) {
 			e := runStreams(t, event.NewClock(), Options{}, scenario.Stream{
 				Name: "e", Targets: []scenario.Target{{URL: tc.url}}, Rate: rate(10, time.Second),
-				Duration: dur(500 * time.Millisecond), Timeout: dur(200 * time.Millisecond), LagBudget: relaxed,
+				Duration: dur(500 * time.Millisecond), Timeout: dur(tc.timeout), LagBudget: relaxed,
 			})
 			b := e.Series()["e"].Total()
 			if b.Requests != 5 || b.Errors[tc.kind] != 5 || b.Failures() != 5 {
