@@ -408,7 +408,7 @@ func TestCancelStopsSending(t *testing.T) {
 	go func() { done <- e.Run(ctx) }()
 	// Wait for the stream to be running and to have sent something.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if l := e.Live(time.Second); l[0].Sent > 20 {
+		if l := e.Live(time.Second); l[0].Sent > 100 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -426,10 +426,11 @@ func TestCancelStopsSending(t *testing.T) {
 	}
 	s := e.Series()
 	total := s["c"].Total()
-	if total.Requests < 20 || total.Requests > 3000 {
+	if total.Requests < 100 || total.Requests > 3000 {
 		t.Fatalf("%d requests", total.Requests)
 	}
-	if d := total.Intended - total.Requests; d < -1 || d > 2 {
+	// Hits due at the cancel may not have gone out yet on a busy machine.
+	if d := total.Intended - total.Requests; d < 0 || d > 20 {
 		t.Fatalf("intended %d vs requests %d after cancel", total.Intended, total.Requests)
 	}
 	if len(s["never"].Buckets) != 0 {
