@@ -125,6 +125,7 @@ type stream struct {
 	inflight atomic.Int64
 	results  atomic.Int64
 	lateN    atomic.Int64
+	maxSeq   atomic.Uint64 // 1 + the highest sequence number recorded
 
 	abortLag  time.Duration
 	abort     chan struct{} // closed when the lag reached abortLag
@@ -405,6 +406,13 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 		s.record(r)
 	}
 	close(finished)
+	// A hit already handed to a worker when ctx ended still went out: the
+	// schedule then intended it too.
+	if n := s.maxSeq.Load(); n > 0 && s.sched != nil {
+		if last := s.sched.At(n - 1); last >= time.Duration(s.endRel.Load()) {
+			s.endRel.Store(int64(last) + 1)
+		}
+	}
 	// Free this stream's connections now (a stopped stream can hold
 	// thousands after a burst), not when the last stream ends.
 	s.base.CloseIdleConnections()
@@ -486,6 +494,8 @@ func (s *stream) record(r *vegeta.Result) {
 		}
 	}
 	s.results.Add(1)
+	for m := s.maxSeq.Load(); r.Seq+1 > m && !s.maxSeq.CompareAndSwap(m, r.Seq+1); m = s.maxSeq.Load() {
+	}
 	s.rec.record(o)
 }
 
