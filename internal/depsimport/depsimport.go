@@ -8,6 +8,7 @@ import (
 	_ "github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/prometheus/client_golang/api/prometheus/v1"
 	_ "github.com/prometheus/common/expfmt"
+	_ "github.com/rs/zerolog"
 	_ "github.com/spf13/cobra"
 	_ "github.com/testcontainers/testcontainers-go"
 	_ "github.com/testcontainers/testcontainers-go/modules/postgres"
@@ -15,10 +16,8 @@ import (
 	_ "go.yaml.in/yaml/v3"
 	_ "gonum.org/v1/gonum/stat"
 	_ "gonum.org/v1/plot"
-	_ "k8s.io/client-go/kubernetes"
 	_ "k8s.io/client-go/informers"
+	_ "k8s.io/client-go/kubernetes"
 	_ "k8s.io/client-go/tools/clientcmd"
 	_ "sigs.k8s.io/yaml"
-	_ "github.com/rs/zerolog"
 )
-
