@@ -34,10 +34,10 @@ func Main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(os.Stderr, "drill: %s: stopping, reverting faults, writing reports (again: stop at once)\n", s)
+		fmt.Fprintf(os.Stderr, "drill: %s: stopping gracefully (again: stop at once)\n", s)
 		cancel(fmt.Errorf("interrupted by %s", s))
 		s = <-sigs
-		fmt.Fprintf(os.Stderr, "drill: %s again: stopping now; faults are still being reverted (again: exit without cleanup)\n", s)
+		fmt.Fprintf(os.Stderr, "drill: %s again: stopping now, still undoing what was started (again: exit without cleanup)\n", s)
 		cancelHard()
 		s = <-sigs
 		fmt.Fprintf(os.Stderr, "drill: %s a third time: exiting; faults may remain active, run drill cleanup\n", s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -81,6 +82,9 @@ func (s *HTTPStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
+	// Read the body first: net/http notices a client that went away (and
+	// cancels r.Context) only once the request body has been consumed.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
 	if d := time.Duration(s.latency.Load()); d > 0 {
 		t := time.NewTimer(d)
 		select {
