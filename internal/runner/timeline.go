@@ -44,6 +44,7 @@ type timeline struct {
 func (r *run) run(ctx context.Context) (Result, error) {
 	start := time.Now()
 	r.log.Info("run starting", "file", r.sc.File)
+	tuneProcess(r.log)
 	if err := r.preflight(); err != nil {
 		return Result{Code: exitcode.Code(err)}, err
 	}
