@@ -15,4 +15,6 @@
 //
 // -short skips it. It is skipped, saying why, only when the control plane
 // cannot be built (no go command) or PostgreSQL's binaries are missing.
+// DRILL_CLUSTER_KEEP=1 keeps the temp dir (the agent's and the pods' logs)
+// after the run.
 package cluster
