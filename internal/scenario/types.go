@@ -608,7 +608,7 @@ const (
 	AssertErrorRate       AssertionType = "error-rate"       // Stream, StatusClass, MaxRate
 	AssertThroughput      AssertionType = "throughput"       // Stream, MinRatio (achieved/intended)
 	AssertRecovery        AssertionType = "recovery"         // Metric or Stream condition, Hold, Within
-	AssertShed            AssertionType = "shed"             // Stream, MaxLatency, RetryAfter
+	AssertShed            AssertionType = "shed"             // Stream, MaxLatency, Percentile (default p99), RetryAfter
 	AssertFlaps           AssertionType = "flaps"            // Service, Max
 	AssertMetric          AssertionType = "metric"           // Metric, Labels, Op, Value
 	AssertIsolation       AssertionType = "isolation"        // Stream, MaxP99Ratio, MaxErrorRateDelta

@@ -66,7 +66,7 @@ var assertionFields = map[AssertionType][]string{
 	AssertErrorRate:       {"!stream", "!maxRate", "statusClass"},
 	AssertThroughput:      {"!stream", "minRatio"},
 	AssertRecovery:        {"!within", "hold", "fault", "metric", "labels", "op", "value", "stream", "maxLatency", "maxRate"},
-	AssertShed:            {"!stream", "!maxLatency", "status", "retryAfter"},
+	AssertShed:            {"!stream", "!maxLatency", "percentile", "status", "retryAfter"},
 	AssertFlaps:           {"!service", "!max"},
 	AssertMetric:          {"!metric", "!op", "!value", "labels"},
 	AssertIsolation:       {"!stream", "maxP99Ratio", "maxErrorRateDelta"},
