@@ -16,6 +16,9 @@ const (
 	PathStartup = "/healthz/startup"
 	PathLive    = "/healthz/live"
 	PathReady   = "/healthz/ready"
+	// PathLegacy is the legacy single health path; the correct builds
+	// answer it as liveness (a legacy probe path gets the safe meaning).
+	PathLegacy = "/health"
 )
 
 // Check is one readiness check. Run must return within its own timeout
@@ -177,6 +180,13 @@ func (h *Health) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathStartup, h.ServeStartup)
 	mux.HandleFunc("GET "+PathLive, h.ServeLive)
 	mux.HandleFunc("GET "+PathReady, h.ServeReady)
+}
+
+// RegisterWithLegacy is [Health.Register] plus [PathLegacy] answered as
+// liveness, as the correct builds serve it.
+func (h *Health) RegisterWithLegacy(mux *http.ServeMux) {
+	h.Register(mux)
+	mux.HandleFunc("GET "+PathLegacy, h.ServeLive)
 }
 
 // ServeStartup answers the startup probe: 200 once started, else it tries

@@ -29,10 +29,10 @@ type Watchdog struct {
 // when <= 0). It counts as kicked at creation.
 func NewWatchdog(interval, stall time.Duration) *Watchdog {
 	if interval <= 0 {
-		interval = 100 * time.Millisecond
+		interval = DefaultWatchdogInterval
 	}
 	if stall <= 0 {
-		stall = 5 * time.Second
+		stall = DefaultWatchdogStall
 	}
 	return &Watchdog{interval: interval, stall: stall, base: time.Now()}
 }

@@ -32,7 +32,7 @@ const (
 	DefaultPoolSize          = 8
 	DefaultMaxInFlight       = 1024
 	DefaultDBTimeout         = time.Second
-	DefaultReadyTimeout      = 250 * time.Millisecond
+	DefaultReadyTimeout      = refsvc.DefaultReadyTimeout
 	DefaultPressureThreshold = 0.9
 	DefaultPressureWindow    = time.Second
 	DefaultMaxBodyBytes      = 64 << 10
@@ -146,13 +146,7 @@ func (c *Config) SetDefaults() {
 
 // Validate reports every invalid field, by its flag name.
 func (c Config) Validate() error {
-	var errs []error
-	if _, err := refsvc.ParseBuild(string(c.Build)); err != nil {
-		errs = append(errs, fmt.Errorf("--build: %w", err))
-	}
-	if c.DatabaseURL == "" {
-		errs = append(errs, errors.New("--database-url (or DATABASE_URL): required"))
-	}
+	errs := refsvc.ValidateBase(c.Build, c.DatabaseURL)
 	if c.PoolSize < 1 {
 		errs = append(errs, fmt.Errorf("--pool-size: must be >= 1, got %d", c.PoolSize))
 	}

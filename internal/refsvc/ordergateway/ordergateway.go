@@ -190,20 +190,14 @@ func (s *Service) routes() *http.ServeMux {
 	mux.HandleFunc("POST /orders", s.serveOrder)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	if s.cfg.Build == refsvc.BuildNaive {
-		for _, p := range []string{"/health", refsvc.PathStartup, refsvc.PathLive, refsvc.PathReady} {
+		for _, p := range []string{refsvc.PathLegacy, refsvc.PathStartup, refsvc.PathLive, refsvc.PathReady} {
 			mux.HandleFunc("GET "+p, s.serveDeepHealth)
 		}
 	} else {
-		s.health.Register(mux)
-		mux.HandleFunc("GET /health", s.health.ServeLive)
+		s.health.RegisterWithLegacy(mux)
 	}
 	if s.cfg.DebugEndpoints {
-		refsvc.RegisterPprof(mux)
-		mux.HandleFunc("POST /debug/watchdog/stop", func(w http.ResponseWriter, _ *http.Request) {
-			s.logger.Warn("watchdog stopped by debug endpoint; liveness will fail")
-			s.wd.Stop()
-			refsvc.WriteJSON(w, http.StatusOK, map[string]string{"status": "watchdog stopped"})
-		})
+		refsvc.RegisterDebug(mux, s.logger, s.wd)
 	}
 	return mux
 }
@@ -283,35 +277,26 @@ func (s *Service) Close() {
 }
 
 func (s *Service) startUp(ctx context.Context) {
-	backoff := 200 * time.Millisecond
-	for {
+	opened := refsvc.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
 		pool, err := s.openPool(ctx)
-		if err == nil {
-			s.pool.Store(pool)
-			s.logger.Info("request pool open", "maxConns", s.cfg.PoolSize)
-			break
+		if err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.logger.Warn("database not reachable yet", "err", err, "retryIn", backoff)
-		if !sleep(ctx, backoff) {
-			return
-		}
-		backoff = min(backoff*2, 2*time.Second)
+		s.pool.Store(pool)
+		s.logger.Info("request pool open", "maxConns", s.cfg.PoolSize)
+		return nil
+	})
+	if !opened {
+		return
 	}
-	if s.cfg.Warmup > 0 && !sleep(ctx, s.cfg.Warmup) {
+	if s.cfg.Warmup > 0 && !refsvc.Sleep(ctx, s.cfg.Warmup) {
 		return
 	}
 	s.warm.Store(true)
 	if s.cfg.Build == refsvc.BuildNaive {
 		return
 	}
-	for !s.health.TryStart(ctx) {
-		if !sleep(ctx, 500*time.Millisecond) {
-			return
-		}
-	}
+	s.health.WaitStarted(ctx)
 }
 
 func (s *Service) openPool(ctx context.Context) (*pgxpool.Pool, error) {
@@ -328,17 +313,6 @@ func (s *Service) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, err
 	}
 	return pool, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // poolGate is the start-up precondition: the request pool is open. The

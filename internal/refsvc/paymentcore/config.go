@@ -33,7 +33,7 @@ var (
 const (
 	DefaultTaxTimeout   = 10 * time.Second // MC-ST-01 socket timeout
 	DefaultDBTimeout    = time.Second
-	DefaultReadyTimeout = 250 * time.Millisecond
+	DefaultReadyTimeout = refsvc.DefaultReadyTimeout
 	DefaultRetryAfter   = 5 * time.Second // MC-FM-01, INV-BH-04
 	DefaultRecoveryHold = 10 * time.Second
 	DefaultMaxRetries   = 3 // ADV-IR-01, INV-BH-04
@@ -117,13 +117,7 @@ func (c *Config) SetDefaults() {
 
 // Validate reports every invalid field, by its flag name.
 func (c Config) Validate() error {
-	var errs []error
-	if _, err := refsvc.ParseBuild(string(c.Build)); err != nil {
-		errs = append(errs, fmt.Errorf("--build: %w", err))
-	}
-	if c.DatabaseURL == "" {
-		errs = append(errs, errors.New("--database-url (or DATABASE_URL): required"))
-	}
+	errs := refsvc.ValidateBase(c.Build, c.DatabaseURL)
 	for _, d := range []struct {
 		flag string
 		v    time.Duration

@@ -255,15 +255,9 @@ func (s *Service) routes() *http.ServeMux {
 	mux.HandleFunc("POST /fraud", s.serveFraud)
 	mux.HandleFunc("POST /tax", s.serveTax)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	s.health.Register(mux)
-	mux.HandleFunc("GET /health", s.health.ServeLive)
+	s.health.RegisterWithLegacy(mux)
 	if s.cfg.DebugEndpoints {
-		refsvc.RegisterPprof(mux)
-		mux.HandleFunc("POST /debug/watchdog/stop", func(w http.ResponseWriter, _ *http.Request) {
-			s.logger.Warn("watchdog stopped by debug endpoint; liveness will fail")
-			s.wd.Stop()
-			refsvc.WriteJSON(w, http.StatusOK, map[string]string{"status": "watchdog stopped"})
-		})
+		refsvc.RegisterDebug(mux, s.logger, s.wd)
 	}
 	return mux
 }
@@ -323,27 +317,17 @@ func (s *Service) Close() {
 }
 
 func (s *Service) startUp(ctx context.Context) {
-	backoff := 200 * time.Millisecond
-	for {
+	opened := refsvc.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
 		ps, err := s.openPools(ctx)
-		if err == nil {
-			s.pools.Store(ps)
-			s.logger.Info("database pools open", "pools", len(ps.all))
-			break
+		if err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.logger.Warn("database not reachable yet", "err", err, "retryIn", backoff)
-		if !sleep(ctx, backoff) {
-			return
-		}
-		backoff = min(backoff*2, 2*time.Second)
-	}
-	for !s.health.TryStart(ctx) {
-		if !sleep(ctx, 500*time.Millisecond) {
-			return
-		}
+		s.pools.Store(ps)
+		s.logger.Info("database pools open", "pools", len(ps.all))
+		return nil
+	})
+	if opened {
+		s.health.WaitStarted(ctx)
 	}
 }
 
@@ -387,17 +371,6 @@ func (s *Service) openPools(ctx context.Context) (_ *poolSet, err error) {
 		return nil, err
 	}
 	return ps, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 func (s *Service) poolGate() error {
@@ -549,29 +522,55 @@ func (s *Service) notStarted(w http.ResponseWriter) {
 		Detail: "the database pools are not open yet"}, s.cfg.RetryAfter)
 }
 
+// enter takes a worker of lane's bulkhead and the database pools. When it
+// reports false the request was answered (lane saturated, or pools not open
+// yet) or its client is gone; otherwise the caller must call release when
+// done. onReject, when not nil, gives the extension members of the
+// saturation problem body.
+func (s *Service) enter(w http.ResponseWriter, r *http.Request, lane int, onReject func() map[string]any) (ps *poolSet, release func(), ok bool) {
+	permit, err := s.bh[lane].Acquire(r.Context(), lane)
+	if err != nil {
+		if r.Context().Err() == nil {
+			var extra map[string]any
+			if onReject != nil {
+				extra = onReject()
+			}
+			s.rejectSaturated(w, lane, extra)
+		}
+		return nil, nil, false
+	}
+	if ps = s.pools.Load(); ps == nil {
+		s.notStarted(w)
+		permit.Release()
+		return nil, nil, false
+	}
+	return ps, permit.Release, true
+}
+
+// queryOne runs query with args on lane's pool within DBTimeout and scans
+// its one row into dest. When it reports false the failure was answered.
+func (s *Service) queryOne(w http.ResponseWriter, r *http.Request, ps *poolSet, lane int, dest any, query string, args ...any) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	defer cancel()
+	if err := ps.byLane[lane].QueryRow(ctx, query, args...).Scan(dest); err != nil {
+		s.dbFailure(w, r, lane, err, errors.Is(ctx.Err(), context.DeadlineExceeded))
+		return false
+	}
+	return true
+}
+
 func (s *Service) serveAuth(w http.ResponseWriter, r *http.Request) {
 	req, ok := s.decode(w, r, true)
 	if !ok || s.retryStorm(w, r) {
 		return
 	}
-	permit, err := s.bh[LaneAuth].Acquire(r.Context(), LaneAuth)
-	if err != nil {
-		if r.Context().Err() == nil {
-			s.rejectSaturated(w, LaneAuth, nil)
-		}
+	ps, release, ok := s.enter(w, r, LaneAuth, nil)
+	if !ok {
 		return
 	}
-	defer permit.Release()
-	ps := s.pools.Load()
-	if ps == nil {
-		s.notStarted(w)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
-	defer cancel()
+	defer release()
 	var id int64
-	if err := ps.byLane[LaneAuth].QueryRow(ctx, insertAuth, req.card(), req.amount()).Scan(&id); err != nil {
-		s.dbFailure(w, r, LaneAuth, err, errors.Is(ctx.Err(), context.DeadlineExceeded))
+	if !s.queryOne(w, r, ps, LaneAuth, &id, insertAuth, req.card(), req.amount()) {
 		return
 	}
 	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"authorizationId": id, "status": "approved"})
@@ -582,24 +581,13 @@ func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
 	if !ok || s.retryStorm(w, r) {
 		return
 	}
-	permit, err := s.bh[LaneFraud].Acquire(r.Context(), LaneFraud)
-	if err != nil {
-		if r.Context().Err() == nil {
-			s.rejectSaturated(w, LaneFraud, nil)
-		}
+	ps, release, ok := s.enter(w, r, LaneFraud, nil)
+	if !ok {
 		return
 	}
-	defer permit.Release()
-	ps := s.pools.Load()
-	if ps == nil {
-		s.notStarted(w)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
-	defer cancel()
+	defer release()
 	var recent int64
-	if err := ps.byLane[LaneFraud].QueryRow(ctx, countFraud, req.card()).Scan(&recent); err != nil {
-		s.dbFailure(w, r, LaneFraud, err, errors.Is(ctx.Err(), context.DeadlineExceeded))
+	if !s.queryOne(w, r, ps, LaneFraud, &recent, countFraud, req.card()) {
 		return
 	}
 	score := min(100, recent*10)
@@ -628,20 +616,14 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("no tax rate for jurisdiction %q", req.Jurisdiction)}, 0)
 		return
 	}
-	permit, err := s.bh[LaneTax].Acquire(r.Context(), LaneTax)
-	if err != nil {
-		if r.Context().Err() == nil {
-			s.fallbacks.WithLabelValues("shed").Inc()
-			s.rejectSaturated(w, LaneTax, map[string]any{"fallback": s.cachedQuote(req, "shed")})
-		}
+	ps, release, ok := s.enter(w, r, LaneTax, func() map[string]any {
+		s.fallbacks.WithLabelValues("shed").Inc()
+		return map[string]any{"fallback": s.cachedQuote(req, "shed")}
+	})
+	if !ok {
 		return
 	}
-	defer permit.Release()
-	ps := s.pools.Load()
-	if ps == nil {
-		s.notStarted(w)
-		return
-	}
+	defer release()
 	if s.naive() {
 		s.naiveTax(w, r, ps.byLane[LaneTax], req)
 		return
