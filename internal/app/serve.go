@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -66,9 +65,9 @@ func (c *serveCommon) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", "", "address to listen on (default 127.0.0.1:$PORT, else 127.0.0.1:8080)")
 	fs.StringVar(&c.databaseURL, "database-url", "", "PostgreSQL DSN (default $DATABASE_URL)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", refsvc.DefaultShutdownGrace, "after SIGTERM, how long in-flight requests may finish")
-	fs.DurationVar(&c.watchdogEvery, "watchdog-interval", 100*time.Millisecond, "liveness watchdog kick period")
-	fs.DurationVar(&c.watchdogStall, "watchdog-stall", 5*time.Second, "liveness fails when the watchdog has not kicked for this long")
-	fs.DurationVar(&c.readyTimeout, "ready-timeout", 250*time.Millisecond, "timeout of the readiness SELECT 1 on its own connection")
+	fs.DurationVar(&c.watchdogEvery, "watchdog-interval", refsvc.DefaultWatchdogInterval, "liveness watchdog kick period")
+	fs.DurationVar(&c.watchdogStall, "watchdog-stall", refsvc.DefaultWatchdogStall, "liveness fails when the watchdog has not kicked for this long")
+	fs.DurationVar(&c.readyTimeout, "ready-timeout", refsvc.DefaultReadyTimeout, "timeout of the readiness SELECT 1 on its own connection")
 	fs.BoolVar(&c.debug, "debug-endpoints", false, "enable /debug/pprof/ and POST /debug/watchdog/stop (stops the watchdog: liveness fails)")
 	fs.IntVar(&c.gomaxprocs, "gomaxprocs", 0, "Go's GOMAXPROCS (0: Go's default, which follows $GOMAXPROCS and the CPU quota)")
 }
@@ -109,13 +108,28 @@ func serveLogger(g *Globals, name string, build refsvc.Build) (*slog.Logger, err
 	return logger.With("service", name, "build", string(build), "pid", os.Getpid()), nil
 }
 
-// runService listens and serves svc until ctx is done.
-func runService(ctx context.Context, logger *slog.Logger, listen string, svc refsvc.Service, grace time.Duration) error {
-	ln, err := net.Listen("tcp", listen)
+// run resolves the common flags, builds the service called name with
+// newService (an error there is bad input) and serves it on --listen until
+// the command's context is done.
+func (c *serveCommon) run(cmd *cobra.Command, g *Globals, name string,
+	newService func(build refsvc.Build, logger *slog.Logger) (refsvc.Service, error)) error {
+	build, err := c.resolve(cmd, g)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", listen, err)
+		return err
 	}
-	if err := refsvc.Serve(ctx, logger, ln, svc, grace); err != nil {
+	logger, err := serveLogger(g, name, build)
+	if err != nil {
+		return err
+	}
+	svc, err := newService(build, logger)
+	if err != nil {
+		return exitcode.Wrap(exitcode.BadInput, err)
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.listen, err)
+	}
+	if err := refsvc.Serve(cmd.Context(), logger, ln, svc, c.shutdownGrace); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
@@ -139,26 +153,16 @@ on its own connection within --ready-timeout, plus work-queue pressure per
 querying through the request pool with no timeout of its own. Both: /metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			build, err := c.resolve(cmd, g)
-			if err != nil {
-				return err
-			}
-			cfg.Build = build
-			cfg.DatabaseURL = c.databaseURL
-			cfg.ReadyTimeout = c.readyTimeout
-			cfg.WatchdogInterval = c.watchdogEvery
-			cfg.WatchdogStall = c.watchdogStall
-			cfg.DebugEndpoints = c.debug
-			cfg.Pressure = ordergateway.PressureMode(pr)
-			logger, err := serveLogger(g, ordergateway.Name, build)
-			if err != nil {
-				return err
-			}
-			svc, err := ordergateway.New(cfg, logger)
-			if err != nil {
-				return exitcode.Wrap(exitcode.BadInput, err)
-			}
-			return runService(cmd.Context(), logger, c.listen, svc, c.shutdownGrace)
+			return c.run(cmd, g, ordergateway.Name, func(build refsvc.Build, logger *slog.Logger) (refsvc.Service, error) {
+				cfg.Build = build
+				cfg.DatabaseURL = c.databaseURL
+				cfg.ReadyTimeout = c.readyTimeout
+				cfg.WatchdogInterval = c.watchdogEvery
+				cfg.WatchdogStall = c.watchdogStall
+				cfg.DebugEndpoints = c.debug
+				cfg.Pressure = ordergateway.PressureMode(pr)
+				return ordergateway.New(cfg, logger)
+			})
 		},
 	}
 	fs := cmd.Flags()
@@ -190,28 +194,18 @@ back to a certified cached rate table. /metrics has per-lane bulkhead metrics;
 health endpoints as order-gateway's correct build (no tax API in readiness).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			build, err := c.resolve(cmd, g)
-			if err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("tax-api-url") {
-				cfg.TaxAPIURL = g.Getenv("TAX_API_URL")
-			}
-			cfg.Build = build
-			cfg.DatabaseURL = c.databaseURL
-			cfg.ReadyTimeout = c.readyTimeout
-			cfg.WatchdogInterval = c.watchdogEvery
-			cfg.WatchdogStall = c.watchdogStall
-			cfg.DebugEndpoints = c.debug
-			logger, err := serveLogger(g, paymentcore.Name, build)
-			if err != nil {
-				return err
-			}
-			svc, err := paymentcore.New(cfg, logger)
-			if err != nil {
-				return exitcode.Wrap(exitcode.BadInput, err)
-			}
-			return runService(cmd.Context(), logger, c.listen, svc, c.shutdownGrace)
+			return c.run(cmd, g, paymentcore.Name, func(build refsvc.Build, logger *slog.Logger) (refsvc.Service, error) {
+				if !cmd.Flags().Changed("tax-api-url") {
+					cfg.TaxAPIURL = g.Getenv("TAX_API_URL")
+				}
+				cfg.Build = build
+				cfg.DatabaseURL = c.databaseURL
+				cfg.ReadyTimeout = c.readyTimeout
+				cfg.WatchdogInterval = c.watchdogEvery
+				cfg.WatchdogStall = c.watchdogStall
+				cfg.DebugEndpoints = c.debug
+				return paymentcore.New(cfg, logger)
+			})
 		},
 	}
 	fs := cmd.Flags()
