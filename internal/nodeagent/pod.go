@@ -62,11 +62,17 @@ func (r *podRun) changed() {
 }
 
 func (r *podRun) markStopped() {
+	// The replica's lock is taken outside r.mu: OnChange takes them in the
+	// other order.
+	var st *runtime.ReplicaStatus
+	if rep := r.replica(); rep != nil {
+		s := rep.Status()
+		st = &s
+	}
 	r.mu.Lock()
 	r.view.stopped = true
-	if r.rep != nil {
-		st := r.rep.Status()
-		r.view.replica = &st
+	if st != nil {
+		r.view.replica = st
 	}
 	r.mu.Unlock()
 }
