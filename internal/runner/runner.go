@@ -126,6 +126,13 @@ func newRun(opts Options) (*run, error) {
 	if opts.RunID == "" {
 		opts.RunID = inject.NewRunID(time.Now())
 	}
+	if opts.StateDir == "" {
+		dir, err := inject.DefaultStateDir(os.Getenv)
+		if err != nil {
+			return nil, exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("find the state directory for fault journals (set --state-dir): %w", err))
+		}
+		opts.StateDir = dir
+	}
 	if opts.Executable == "" {
 		exe, err := os.Executable()
 		if err != nil {
