@@ -5,11 +5,11 @@
 // toxiproxy-server reached through its HTTP API, and `drill run
 // --kubeconfig ... --context ...` on scenarios/k8s.
 //
-// The package holds only tests. Their TestMain builds drill, the
+// The package holds only tests. The first test to run builds drill, the
 // toxiproxy-server and the control plane's CLI (the first build of
 // kube-apiserver takes 10-20 minutes; the Go build cache makes later ones a
-// few seconds), starts everything once, and stops and removes everything at
-// the end. Run it with a generous timeout:
+// few seconds) and starts everything once; TestMain stops and removes
+// everything at the end. Run it with a generous timeout:
 //
 //	nice -n 10 go test -timeout 30m -count=1 -v ./test/cluster/
 //

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,9 +40,11 @@ const (
 	proxyName   = "postgres"
 )
 
-// The environment TestMain sets up once: env when it worked, else
-// skipReason (the test must be skipped) or envErr (the tests fail).
+// The environment the first test sets up (setupOnce) and TestMain tears
+// down: env when it worked, else skipReason (the tests are skipped) or
+// envErr (the tests fail).
 var (
+	setupOnce  sync.Once
 	env        *clusterEnv
 	skipReason string
 	envErr     error
@@ -67,14 +70,10 @@ type clusterEnv struct {
 	serviceAddr map[string]string // Kubernetes Service -> the agent's proxy host:port
 }
 
+// TestMain tears down what the first test set up (setup runs lazily, so
+// that -run filters and -short start nothing).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if !testing.Short() {
-		env, skipReason, envErr = setup()
-		if envErr != nil {
-			fmt.Fprintf(os.Stderr, "cluster: setup failed: %v\n", envErr)
-		}
-	}
 	code := m.Run()
 	if env != nil {
 		if err := env.teardown(); err != nil {
@@ -94,6 +93,12 @@ func requireEnv(t *testing.T) *clusterEnv {
 	if testing.Short() {
 		t.Skip("starts a Kubernetes control plane; skipped with -short")
 	}
+	setupOnce.Do(func() {
+		env, skipReason, envErr = setup()
+		if envErr != nil {
+			fmt.Fprintf(os.Stderr, "cluster: setup failed: %v\n", envErr)
+		}
+	})
 	if skipReason != "" {
 		t.Skip(skipReason)
 	}
