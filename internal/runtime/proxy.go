@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -125,9 +127,53 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("no ready endpoints for service " + p.service + "\n"))
 		return
 	}
+	if !p.bufferBody(w, r) {
+		return
+	}
 	e := eps[(p.rr.Add(1)-1)%uint64(len(eps))]
 	e.rp.ServeHTTP(w, r)
 }
+
+// maxBufferedBody is the largest request body (bytes) the proxy reads
+// whole before forwarding.
+const maxBufferedBody = 64 << 10
+
+// bufferBody reads a small request body of known length whole and hands
+// it on in memory: net/http then sends the body in the same write as the
+// headers. Any other body (a streamed one would make net/http
+// flush the headers first and copy the body in a second write, a
+// syscall per request) is left as it is, as are requests that expect 100
+// Continue (the backend decides those). It reports false when it already
+// answered (the client sent less than it announced).
+func (p *Proxy) bufferBody(w http.ResponseWriter, r *http.Request) bool {
+	n := r.ContentLength
+	if n <= 0 || n > maxBufferedBody || r.Body == nil || r.Header.Get("Expect") != "" {
+		return true
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		// The client is most likely gone; if not, it learns why.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Drill-Proxy", "bad-request-body")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte("service " + p.service + ": read request body: " + err.Error() + "\n"))
+		return false
+	}
+	_ = r.Body.Close()
+	r.Body = &bufferedBody{Reader: bytes.NewReader(b), b: b}
+	return true
+}
+
+// bufferedBody is a request body read whole by [Proxy.bufferBody].
+// httputil.ReverseProxy wraps the outgoing body in a type net/http does
+// not know to be in memory, so the Rewrite hook replaces it with a plain
+// one over the same bytes.
+type bufferedBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
 
 // SetEndpoint adds or updates the endpoint of pod at addr (host:port).
 // order fixes its place in the round-robin (e.g. the replica index). A
@@ -241,6 +287,9 @@ func (p *Proxy) newReverseProxy(pod, addr string) *httputil.ReverseProxy {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // an L4 proxy leaves Host alone
+			if bb, ok := pr.In.Body.(*bufferedBody); ok {
+				pr.Out.Body = io.NopCloser(bytes.NewReader(bb.b))
+			}
 		},
 		Transport:  p.tr,
 		BufferPool: bufPool,

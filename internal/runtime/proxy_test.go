@@ -1,11 +1,15 @@
 package runtime
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/drillhq/drill/internal/event"
@@ -86,6 +90,69 @@ func benchGet(b *testing.B, url string) {
 				b.Errorf("status %d", res.StatusCode)
 				return
 			}
+		}
+	})
+}
+
+// TestProxyRequestBodies: bodies of known length (read whole by the proxy)
+// and streamed ones both reach the backend intact with their length, and a
+// client that sends less than it announced gets no backend call.
+func TestProxyRequestBodies(t *testing.T) {
+	var calls atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "%d %q %s", r.ContentLength, b, r.Header.Get("Content-Type"))
+	}))
+	defer backend.Close()
+	p := newTestProxy(t, &event.Log{}, backend.URL)
+	big := strings.Repeat("x", maxBufferedBody+1)
+	tests := []struct {
+		name string
+		body io.Reader
+		want string
+	}{
+		{"known length", strings.NewReader(`{"id":"1"}`), `10 "{\"id\":\"1\"}" application/json`},
+		{"over the buffer limit", strings.NewReader(big), fmt.Sprintf("%d %q application/json", len(big), big)},
+		{"streamed", io.MultiReader(strings.NewReader(`{"id":`), strings.NewReader(`"2"}`)), `-1 "{\"id\":\"2\"}" application/json`},
+		{"empty", nil, `0 "" application/json`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := http.Post(p.URL()+"/orders", "application/json", tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusOK || string(b) != tt.want {
+				t.Errorf("got %d %s\nwant 200 %s", res.StatusCode, b, tt.want)
+			}
+		})
+	}
+
+	t.Run("short body", func(t *testing.T) {
+		before := calls.Load()
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "POST /orders HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"id\":")
+		_ = c.(*net.TCPConn).CloseWrite()
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusBadRequest {
+				t.Errorf("status %d, want 400 or no answer", res.StatusCode)
+			}
+		}
+		if n := calls.Load() - before; n != 0 {
+			t.Errorf("backend called %d times for a short body", n)
 		}
 	})
 }
