@@ -1,0 +1,325 @@
+package drills
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/record"
+)
+
+// scenarioDir holds the shortened drills, relative to this package.
+const scenarioDir = "../../testdata/scenarios/drills"
+
+// keepEnv, when set, keeps every run's reports (a failed test keeps them anyway).
+const keepEnv = "DRILL_DRILLS_KEEP"
+
+// runLimit bounds one `drill run` (a shortened drill takes about 50 s with
+// its start-up and cleanup). On expiry drill gets SIGTERM, which reverts
+// faults and writes reports, and SIGKILL killGrace later.
+const (
+	runLimit  = 3 * time.Minute
+	killGrace = 60 * time.Second
+)
+
+// drillCase is one shortened drill: the scenario file (without .yaml) in
+// scenarioDir, the exit code it must end with, and, for a naive twin, the
+// check that it failed on the right assertion.
+type drillCase struct {
+	file     string
+	wantExit int
+	// failedRight checks a naive run (exit 1) failed for the reason the
+	// drill exists for; nil for a correct build, which must pass.
+	failedRight func(t *testing.T, run *record.Run)
+}
+
+// TestDrillPairs runs each shortened drill pair with the drill binary as a
+// child process, one run after another: the correct build must exit 0 and
+// the naive twin must exit 1 on the drill's own assertion (issue 6). Exit 4
+// (invalid measurement) fails the test with drill's validity message.
+func TestDrillPairs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the six drills take about 5 minutes")
+	}
+	for _, bin := range []string{"initdb", "pg_ctl", "postgres"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("PostgreSQL binaries needed by the drills: %v", err)
+		}
+	}
+	work := workDir(t)
+	drill := buildDrill(t, work)
+
+	cases := []drillCase{
+		{file: "orders-db-brownout", wantExit: record.ExitPass},
+		{file: "orders-db-brownout-naive", wantExit: record.ExitFail, failedRight: restartedByLiveness},
+		{file: "payment-tax-brownout", wantExit: record.ExitPass},
+		{file: "payment-tax-brownout-naive", wantExit: record.ExitFail, failedRight: authP99Failed},
+		{file: "orders-overload-routing", wantExit: record.ExitPass},
+		{file: "orders-overload-routing-naive", wantExit: record.ExitFail, failedRight: unroutedUnderOverload},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			scenario, err := filepath.Abs(filepath.Join(scenarioDir, c.file+".yaml"))
+			if err != nil {
+				t.Fatalf("find scenario: %v", err)
+			}
+			out := filepath.Join(work, c.file)
+			code, console := runDrill(t, drill, scenario, out, filepath.Join(work, "state"))
+			runJSON := filepath.Join(out, "run.json")
+			run, loadErr := record.Load(runJSON)
+			if run != nil {
+				logRun(t, run)
+			}
+			switch {
+			case code == record.ExitInvalid:
+				why := tail(console, 5)
+				if run != nil {
+					why = run.Validity.Summary()
+					if run.Validity.Valid() {
+						why = run.Error
+					}
+				}
+				t.Fatalf("drill exited 4: the measurement is invalid, so no verdict can be trusted: %s (run.json: %s)", why, runJSON)
+			case code != record.ExitPass && code != record.ExitFail:
+				t.Fatalf("drill exited %d, want %d; the last lines it printed:\n%s", code, c.wantExit, tail(console, 15))
+			case loadErr != nil:
+				t.Fatalf("drill exited %d but its record cannot be read: %v", code, loadErr)
+			case run.ExitCode != code:
+				t.Errorf("run.json says exit %d, the process exited %d", run.ExitCode, code)
+			}
+			if code != c.wantExit {
+				t.Fatalf("drill exited %d (%s), want %d; results:\n%s(run.json: %s)", code, run.Error, c.wantExit, results(run), runJSON)
+			}
+			if c.failedRight != nil {
+				c.failedRight(t, run)
+				if t.Failed() {
+					t.Logf("run.json: %s", runJSON)
+				}
+			}
+		})
+	}
+}
+
+// restartedByLiveness checks the naive order-gateway under the PostgreSQL
+// pause failed no-restarts because its liveness probe failed (MC-CF-01,
+// INV-HLT-01), and that no replica restarted before the pause began.
+func restartedByLiveness(t *testing.T, run *record.Run) {
+	t.Helper()
+	res := mustResult(t, run, "no-restarts")
+	if res.Verdict != assert.Fail || res.Figure.Value < 1 {
+		t.Fatalf("no-restarts: %s (%s), want a failure with at least one restart", res.Verdict, res.Figure.Text)
+	}
+	pause, ok := run.Plan.Window("fault:pg-pause")
+	if !ok {
+		t.Fatal("the plan has no window fault:pg-pause")
+	}
+	liveness := 0
+	for _, ev := range res.Evidence {
+		if ev.At < pause.Start {
+			t.Errorf("no-restarts: %s restarted at %s, before the pause began at %s: %s",
+				ev.Pod, assert.FormatOffset(ev.At), assert.FormatOffset(pause.Start), ev.Detail)
+		}
+		if strings.Contains(ev.Detail, "liveness probe") {
+			liveness++
+		}
+	}
+	if liveness == 0 {
+		t.Errorf("no-restarts: no evidence names the liveness probe: %s", res.Message)
+	}
+}
+
+// authP99Failed checks the naive payment-core failed auth-p99 under the tax
+// brownout (MC-RT-01, INV-BH-01): card auths queued behind tax calls.
+func authP99Failed(t *testing.T, run *record.Run) {
+	t.Helper()
+	res := mustResult(t, run, "auth-p99")
+	if res.Verdict != assert.Fail {
+		t.Fatalf("auth-p99: %s (%s, bound %s), want a failure", res.Verdict, res.Figure.Text, res.Bound)
+	}
+}
+
+// unroutedUnderOverload checks the naive order-gateway left routing under
+// overload (ADR 0077): routed-through-overload or no-flaps failed.
+func unroutedUnderOverload(t *testing.T, run *record.Run) {
+	t.Helper()
+	routed := mustResult(t, run, "routed-through-overload")
+	flaps := mustResult(t, run, "no-flaps")
+	if routed.Verdict != assert.Fail && flaps.Verdict != assert.Fail {
+		t.Fatalf("routed-through-overload %s (%s) and no-flaps %s (%s): want either to fail",
+			routed.Verdict, routed.Figure.Text, flaps.Verdict, flaps.Figure.Text)
+	}
+}
+
+// mustResult returns the result of the assertion named name.
+func mustResult(t *testing.T, run *record.Run, name string) assert.Result {
+	t.Helper()
+	for _, r := range run.Results {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("run.json has no result for assertion %s", name)
+	return assert.Result{}
+}
+
+// results lists every result with its verdict, figure, bound and message.
+func results(run *record.Run) string {
+	if run == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range run.Results {
+		fmt.Fprintf(&b, "  %-5s %s: %s\n", r.Verdict, r.Name, r.Message)
+	}
+	return b.String()
+}
+
+// logRun logs the figures of a run: each assertion's verdict, figure and
+// bound, and each stream's late requests (the validity check's input).
+func logRun(t *testing.T, run *record.Run) {
+	t.Helper()
+	for _, r := range run.Results {
+		t.Logf("%-5s %-24s %-16s bound %s", r.Verdict, r.Name, r.Figure.Text, r.Bound)
+	}
+	if run.Plan == nil {
+		return
+	}
+	for name, s := range run.Series {
+		if s == nil {
+			continue
+		}
+		b := s.Window(run.Plan.Warmup, run.Plan.Duration)
+		if b.Requests == 0 {
+			continue
+		}
+		line := fmt.Sprintf("stream %s: %d requests, %d late (%.2f%%)", name, b.Requests, b.Late,
+			100*float64(b.Late)/float64(b.Requests))
+		if b.Lag != nil {
+			line += fmt.Sprintf(", dispatch lag p99 %.1fms max %.1fms",
+				float64(b.Lag.ValueAtQuantile(99))/1000, float64(b.Lag.Max())/1000)
+		}
+		t.Log(line)
+	}
+}
+
+// runDrill runs `drill run --out out --state-dir state scenario` and
+// returns its exit code and what it printed. It fails t when drill cannot
+// be started or does not end within runLimit.
+func runDrill(t *testing.T, drill, scenario, out, state string) (int, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit(t))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, drill, "run", "--out", out, "--state-dir", state, scenario)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = killGrace
+	var console bytes.Buffer
+	cmd.Stdout = &console
+	cmd.Stderr = &console
+	started := time.Now()
+	err := cmd.Run()
+	if werr := os.WriteFile(out+".log", console.Bytes(), 0o644); werr != nil {
+		t.Errorf("keep drill's output: %v", werr)
+	}
+	t.Logf("drill run %s: %s", filepath.Base(scenario), time.Since(started).Round(time.Second))
+	if ctx.Err() != nil {
+		t.Fatalf("drill run did not end within %s; the last lines it printed:\n%s", limit(t), tail(console.Bytes(), 15))
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), console.Bytes()
+	}
+	if err != nil {
+		t.Fatalf("run drill: %v", err)
+	}
+	return 0, console.Bytes()
+}
+
+// limit is runLimit, or less when the test's deadline is nearer.
+func limit(t *testing.T) time.Duration {
+	d := runLimit
+	if dl, ok := t.Deadline(); ok {
+		if left := time.Until(dl) - killGrace - 10*time.Second; left < d {
+			d = left
+		}
+	}
+	if d < time.Second {
+		d = time.Second
+	}
+	return d
+}
+
+// buildDrill builds ./cmd/drill into dir and returns the binary's path.
+func buildDrill(t *testing.T, dir string) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatalf("find module root: %v", err)
+	}
+	bin := filepath.Join(dir, "drill")
+	cmd := exec.Command(goTool(), "build", "-o", bin, "./cmd/drill")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build drill: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// goTool is $GOROOT/bin/go, else go on PATH, else /usr/local/go/bin/go.
+func goTool() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	if p := "/usr/local/go/bin/go"; fileExists(p) {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// workDir makes the directory for the binary, the runs' reports and fault
+// journals. It is removed after the test unless the test failed or
+// DRILL_DRILLS_KEEP is set, in which case its path is logged.
+func workDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "drill-drills-")
+	if err != nil {
+		t.Fatalf("create work dir: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv(keepEnv) != "" {
+			t.Logf("kept the runs' reports in %s", dir)
+			return
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove work dir: %v", err)
+		}
+	})
+	return dir
+}
+
+// tail returns the last n lines of b.
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
