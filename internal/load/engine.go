@@ -29,7 +29,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"text/template"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -107,7 +106,7 @@ type stream struct {
 	dur        time.Duration
 	sched      schedule // nil: as fast as maxWorkers allow
 	targets    []vegeta.Target
-	tpls       []*template.Template
+	tpls       []*bodyTemplate
 	retry      retryPolicy
 	timeout    time.Duration
 	maxWorkers uint64
@@ -269,7 +268,8 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 		IdleConnTimeout:     90 * time.Second,
 	}
 	s.client = &http.Client{
-		Timeout:   s.timeout,
+		// No Timeout here: the transport applies s.timeout itself (see
+		// transport.RoundTrip).
 		Transport: &transport{base: s.base, s: s},
 		// Redirects are answers, not followed (3xx counts as OK).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -34,9 +35,9 @@ type BodyData struct {
 
 // buildTargets returns the stream's targets (inline first, then the
 // targets file's, read eagerly) and the parsed body templates they use.
-func buildTargets(st scenario.Stream, dir string) ([]vegeta.Target, []*template.Template, error) {
+func buildTargets(st scenario.Stream, dir string) ([]vegeta.Target, []*bodyTemplate, error) {
 	var tgts []vegeta.Target
-	var tpls []*template.Template
+	var tpls []*bodyTemplate
 	for i, t := range st.Targets {
 		method := strings.ToUpper(strings.TrimSpace(t.Method))
 		if method == "" {
@@ -59,7 +60,7 @@ func buildTargets(st scenario.Stream, dir string) ([]vegeta.Target, []*template.
 				return nil, nil, fmt.Errorf("targets[%d]: body template: %w", i, err)
 			}
 			vt.Header.Set(tplHeader, strconv.Itoa(len(tpls)))
-			tpls = append(tpls, tpl)
+			tpls = append(tpls, newBodyTemplate(tpl))
 		} else if t.Body != "" {
 			vt.Body = []byte(t.Body)
 		}
@@ -122,4 +123,86 @@ func checkURL(s string) error {
 		return fmt.Errorf("url %q must be absolute http:// or https://", s)
 	}
 	return nil
+}
+
+// bodyTemplate is a parsed body template. One made only of text and the
+// plain actions {{.ID}}, {{.Seq}} and {{.Time}} (the common case) is
+// rendered by appending its parts, without text/template's reflection;
+// any other goes through text/template. Both give the same bytes.
+type bodyTemplate struct {
+	tpl   *template.Template
+	parts []tplPart // nil: not a plain template
+	time  bool      // a part uses .Time
+	size  int       // bytes of text, for sizing the output
+}
+
+// tplPart is literal text, or (field != "") one field of BodyData.
+type tplPart struct {
+	text  string
+	field string
+}
+
+func newBodyTemplate(tpl *template.Template) *bodyTemplate {
+	bt := &bodyTemplate{tpl: tpl}
+	if tpl.Tree == nil || tpl.Root == nil || len(tpl.Templates()) != 1 {
+		return bt
+	}
+	var parts []tplPart
+	for _, n := range tpl.Root.Nodes {
+		switch n := n.(type) {
+		case *parse.TextNode:
+			parts = append(parts, tplPart{text: string(n.Text)})
+			bt.size += len(n.Text)
+		case *parse.ActionNode:
+			if len(n.Pipe.Decl) != 0 || len(n.Pipe.Cmds) != 1 || len(n.Pipe.Cmds[0].Args) != 1 {
+				return bt
+			}
+			f, ok := n.Pipe.Cmds[0].Args[0].(*parse.FieldNode)
+			if !ok || len(f.Ident) != 1 {
+				return bt
+			}
+			switch f.Ident[0] {
+			case "ID", "Seq":
+			case "Time":
+				bt.time = true
+			default:
+				return bt
+			}
+			parts = append(parts, tplPart{field: f.Ident[0]})
+		default:
+			return bt
+		}
+	}
+	bt.parts = parts
+	return bt
+}
+
+// render returns the body of hit seq of stream s (a new slice).
+func (bt *bodyTemplate) render(s *stream, seq uint64) ([]byte, error) {
+	var when string
+	if bt.time || bt.parts == nil {
+		when = s.intendedWall(seq).UTC().Format(time.RFC3339Nano)
+	}
+	if bt.parts == nil {
+		var buf bytes.Buffer
+		data := BodyData{ID: s.idPrefix + strconv.FormatUint(seq, 10), Seq: seq, Time: when}
+		if err := bt.tpl.Execute(&buf, data); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	b := make([]byte, 0, bt.size+len(s.idPrefix)+len(when)+40)
+	for _, p := range bt.parts {
+		switch p.field {
+		case "":
+			b = append(b, p.text...)
+		case "ID":
+			b = strconv.AppendUint(append(b, s.idPrefix...), seq, 10)
+		case "Seq":
+			b = strconv.AppendUint(b, seq, 10)
+		case "Time":
+			b = append(b, when...)
+		}
+	}
+	return b, nil
 }

@@ -87,8 +87,9 @@ func retryAfter(h string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// transport wraps the stream's http.Transport: it renders body templates
-// with the hit's exact sequence number and intended time, retries as the
+// transport wraps the stream's http.Transport: it applies the stream's
+// timeout, renders body templates with the hit's exact sequence number
+// and intended time, retries as the
 // stream's policy says, counts in-flight requests, and counts bytes in and
 // out (all of a response body, although vegeta keeps none of it) and
 // retries into the bucket of the hit's intended time.
@@ -106,27 +107,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	s.inflight.Add(1)
-	rs := &reqState{s: s, seq: seq, seqOK: seqOK}
+	// The stream's timeout, from here to the end of the response body
+	// (what http.Client.Timeout covers). It lives in the request's context
+	// rather than in http.Client.Timeout: for a RoundTripper that is not an
+	// *http.Transport the client enforces its timeout with a goroutine, a
+	// timer and a cancel channel per request.
+	ctx, cancel := context.WithTimeout(req.Context(), s.timeout)
+	rs := &reqState{s: s, seq: seq, seqOK: seqOK, cancel: cancel}
 	finish := rs.finish
+	// A shallow copy: vegeta builds a fresh request (and header map) for
+	// every hit and never reuses it, so the transport may edit the header.
+	req = req.WithContext(ctx)
 
-	var body []byte
 	if v := req.Header.Get(tplHeader); v != "" {
 		i, err := strconv.Atoi(v)
 		if err != nil || i < 0 || i >= len(s.tpls) {
 			finish(0, 0, 0)
 			return nil, errors.New("load: bad body template marker " + strconv.Quote(v))
 		}
-		var buf bytes.Buffer
-		data := BodyData{ID: s.idPrefix + strconv.FormatUint(seq, 10), Seq: seq, Time: s.intendedWall(seq).UTC().Format(time.RFC3339Nano)}
-		if err := s.tpls[i].Execute(&buf, data); err != nil {
+		body, err := s.tpls[i].render(s, seq)
+		if err != nil {
 			finish(0, 0, 0)
 			return nil, err
 		}
-		body = buf.Bytes()
-		r2 := req.Clone(req.Context())
-		r2.Header.Del(tplHeader)
-		setBody(r2, body)
-		req = r2
+		req.Header.Del(tplHeader)
+		setBody(req, body)
 	} else if s.retry.maxAttempts > 1 && req.GetBody == nil && req.Body != nil {
 		// Keep the body for retries (vegeta's requests normally have GetBody).
 		b, err := io.ReadAll(req.Body)
@@ -135,9 +140,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			finish(0, 0, 0)
 			return nil, err
 		}
-		r2 := req.Clone(req.Context())
-		setBody(r2, b)
-		req = r2
+		setBody(req, b)
 	}
 
 	var out, retries int64
@@ -240,6 +243,7 @@ type reqState struct {
 	s                *stream
 	seq              uint64
 	seqOK            bool
+	cancel           context.CancelFunc // ends the request's timeout context
 	body             io.ReadCloser
 	in, out, retries int64
 	done             atomic.Bool
@@ -265,4 +269,5 @@ func (r *reqState) finish(in, out, retries int64) {
 	if r.seqOK {
 		r.s.rec.addTransfer(r.s.intendedOffset(r.seq, time.Now()), in, out, retries)
 	}
+	r.cancel()
 }
