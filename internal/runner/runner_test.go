@@ -1,0 +1,168 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+func loadScenario(t *testing.T, name string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Load(filepath.Join("..", "..", "testdata", "scenarios", "valid", name))
+	if err != nil {
+		t.Fatalf("load %s: %v", name, err)
+	}
+	return sc
+}
+
+func runOptions(t *testing.T, sc *scenario.Scenario, stdout *bytes.Buffer) Options {
+	dir := t.TempDir()
+	return Options{
+		Scenario: sc,
+		OutDir:   filepath.Join(dir, "out"),
+		StateDir: filepath.Join(dir, "state"),
+		Stdout:   stdout,
+	}
+}
+
+// TestRunStubLatency runs a whole small drill on real parts (HTTP stub,
+// embedded Toxiproxy, load engine) and checks the verdict, the reports and
+// the order of the timeline's events.
+func TestRunStubLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an 8 s drill")
+	}
+	var out bytes.Buffer
+	opts := runOptions(t, loadScenario(t, "stub-latency.yaml"), &out)
+	res, err := Run(context.Background(), opts)
+	if res.Record == nil {
+		t.Fatalf("no record; code %d, err %v", res.Code, err)
+	}
+	if res.Code == exitcode.InvalidMeasurement {
+		t.Skipf("generator behind schedule on this machine, no verdict: %v", err)
+	}
+	if res.Code != exitcode.OK || err != nil {
+		t.Fatalf("code %d, err %v\n%s", res.Code, err, out.String())
+	}
+	for _, f := range []string{"run.json", "junit.xml", "report.html"} {
+		if _, err := os.Stat(filepath.Join(opts.OutDir, f)); err != nil {
+			t.Errorf("report %s: %v", f, err)
+		}
+	}
+	rec, err := record.Load(filepath.Join(opts.OutDir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Cleanup.Verified {
+		t.Errorf("cleanup not verified: %+v", rec.Cleanup)
+	}
+	var kinds []string
+	for _, e := range rec.Events {
+		switch e.Kind {
+		case event.FaultOn, event.FaultOff, event.PhaseStart:
+			kinds = append(kinds, string(e.Kind)+":"+e.Fault+e.Detail)
+		}
+	}
+	want := []string{"phase:load-start", "fault-on:slowlatency", "fault-off:slowscheduled", "phase:load-end"}
+	if strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Errorf("timeline events %v, want %v", kinds, want)
+	}
+	var on, off time.Duration
+	for _, e := range rec.Events {
+		if e.Kind == event.FaultOn {
+			on = e.At
+		}
+		if e.Kind == event.FaultOff {
+			off = e.At
+		}
+	}
+	// Generous bounds: the fault is scheduled at 3 s for 3 s.
+	if on < 3*time.Second || on > 4*time.Second || off-on < 2900*time.Millisecond || off-on > 4*time.Second {
+		t.Errorf("fault on at %s, off at %s; want on at 3s for 3s", on, off)
+	}
+	if !strings.Contains(out.String(), "VERDICT: PASS") {
+		t.Errorf("summary has no passing verdict:\n%s", out.String())
+	}
+}
+
+// TestRunInterruptedRevertsFaults cancels the run while its fault is on and
+// checks exit 3, the fault reverted (fault-off "end of run") and cleanup
+// verified.
+func TestRunInterruptedRevertsFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a drill")
+	}
+	var out bytes.Buffer
+	opts := runOptions(t, loadScenario(t, "stub-latency.yaml"), &out)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		// The fault turns on 3 s after load starts; bring-up takes a moment.
+		time.Sleep(5 * time.Second)
+		cancel(errors.New("interrupted by test"))
+	}()
+	res, err := Run(ctx, opts)
+	if res.Code != exitcode.CouldNotRun || exitcode.Code(err) != exitcode.CouldNotRun {
+		t.Fatalf("code %d, err %v; want 3", res.Code, err)
+	}
+	if res.Record == nil {
+		t.Fatal("no record for an interrupted run")
+	}
+	if !res.Record.Cleanup.Verified {
+		t.Errorf("cleanup not verified: %+v", res.Record.Cleanup)
+	}
+	var sawOn bool
+	for _, e := range res.Record.Events {
+		if e.Kind == event.FaultOn {
+			sawOn = true
+		}
+		if e.Kind == event.FaultOff && (!sawOn || e.Detail != "end of run") {
+			t.Errorf("fault-off %q before or without fault-on", e.Detail)
+		}
+	}
+	if !sawOn {
+		t.Skip("the interrupt came before the fault turned on (slow bring-up); nothing to check")
+	}
+}
+
+// TestRunRefusesBadInputBeforeTouching checks that a run with no scenario
+// or a disallowed kubernetes context exits 2 and creates no report dir.
+func TestRunRefusesBadInputBeforeTouching(t *testing.T) {
+	var out bytes.Buffer
+	dir := t.TempDir()
+	res, err := Run(context.Background(), Options{StateDir: dir, Stdout: &out})
+	if res.Code != exitcode.BadInput || err == nil {
+		t.Fatalf("no scenario: code %d, err %v; want 2", res.Code, err)
+	}
+
+	sc := loadScenario(t, "kubernetes.yaml")
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: production, context: {cluster: c, user: u, namespace: default}}]
+current-context: production
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := runOptions(t, sc, &out)
+	opts.Kubeconfig = kubeconfig
+	res, err = Run(context.Background(), opts)
+	if res.Code != exitcode.BadInput {
+		t.Fatalf("disallowed context: code %d, err %v; want 2", res.Code, err)
+	}
+	if _, statErr := os.Stat(opts.OutDir); !os.IsNotExist(statErr) {
+		t.Errorf("report dir exists after a refused run: %v", statErr)
+	}
+}
