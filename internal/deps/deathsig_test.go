@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/drillhq/drill/internal/inject/proctree"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
 // childEnv, set to "1", makes the test binary start PostgreSQL, print
@@ -21,9 +21,7 @@ import (
 const childEnv = "DRILL_DEPS_POSTGRES_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		os.Exit(postgresChild())
-	}
+	testproc.HelperMain(childEnv, postgresChild)
 	os.Exit(m.Run())
 }
 
@@ -52,12 +50,7 @@ func TestPostgresDiesWithItsParent(t *testing.T) {
 		t.Skipf("no PostgreSQL binaries: %v", err)
 	}
 	privateTempDir(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run", "^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd := testproc.Command(t, childEnv)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -3,33 +3,24 @@ package inject
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
-// toxiproxyServer is the toxiproxy-server binary built once per test binary.
-var (
-	serverOnce sync.Once
-	serverBin  string
-	serverErr  error
-	serverDir  string
-)
+// bins holds the toxiproxy-server binary, built once per test binary.
+var bins testproc.Builds
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if serverDir != "" {
-		os.RemoveAll(serverDir)
-	}
+	bins.Remove()
 	os.Exit(code)
 }
 
@@ -37,22 +28,7 @@ func TestMain(m *testing.M) {
 // the version in go.mod.
 func buildToxiproxyServer(t *testing.T) string {
 	t.Helper()
-	serverOnce.Do(func() {
-		serverDir, serverErr = os.MkdirTemp("", "drill-toxiproxy-bin-")
-		if serverErr != nil {
-			return
-		}
-		serverBin = filepath.Join(serverDir, "toxiproxy-server")
-		cmd := exec.Command("go", "build", "-o", serverBin, "github.com/Shopify/toxiproxy/v2/cmd/server")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			serverErr = fmt.Errorf("build toxiproxy-server: %v: %s", err, out)
-		}
-	})
-	if serverErr != nil {
-		t.Fatal(serverErr)
-	}
-	return serverBin
+	return bins.Build(t, ".", testproc.Target{Name: "toxiproxy-server", Pkg: "github.com/Shopify/toxiproxy/v2/cmd/server"})["toxiproxy-server"]
 }
 
 // startRemoteServer runs toxiproxy-server on a free loopback port with proxy

@@ -14,15 +14,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
 // testServerEnv switches the test binary into the controllable test server.
 const testServerEnv = "DRILL_RUNTIME_TESTSERVER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(testServerEnv) == "1" {
-		os.Exit(testServer())
-	}
+	testproc.HelperMain(testServerEnv, testServer)
 	os.Exit(m.Run())
 }
 

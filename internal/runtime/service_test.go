@@ -18,6 +18,7 @@ import (
 
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
 // Generous bounds: the machine is shared; tests wait on events, never on
@@ -40,11 +41,7 @@ func httpProbe(path string, period, failure, success int32) *scenario.Probe {
 // cleanup that stops it and proves no process outlived it.
 func startService(t *testing.T, spec ServiceSpec) *harness {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Command = []string{exe}
+	spec.Command = []string{testproc.Executable(t)}
 	env := map[string]string{testServerEnv: "1"}
 	for k, v := range spec.Env {
 		env[k] = v
@@ -60,6 +57,7 @@ func startService(t *testing.T, spec ServiceSpec) *harness {
 		spec.Grace = 2 * time.Second
 	}
 	h := &harness{t: t, log: &event.Log{}, clock: event.NewClock()}
+	var err error
 	h.svc, err = Start(context.Background(), h.clock, h.log, spec, nil)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -571,7 +569,7 @@ func TestStopKillsProcessGroups(t *testing.T) {
 // TestCancelStopsEverything: cancelling Start's context stops the service.
 func TestCancelStopsEverything(t *testing.T) {
 	t.Parallel()
-	exe, _ := os.Executable()
+	exe := testproc.Executable(t)
 	log := &event.Log{}
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := Start(ctx, event.NewClock(), log, ServiceSpec{Name: "cancel", Command: []string{exe}, Replicas: 2,

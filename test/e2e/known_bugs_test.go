@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/deps"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
@@ -23,6 +24,18 @@ func knownBug(t *testing.T, what string) {
 	}
 }
 
+// remoteCase builds drill, starts PostgreSQL and toxiproxy-server and
+// makes a case whose run is cleaned up at the end of the test.
+func remoteCase(t *testing.T) (drill string, pg *deps.Postgres, tp *toxiproxyServer, c *caseEnv) {
+	t.Helper()
+	drill, tpBin := binaries(t)
+	pg = testutil.Postgres(t)
+	tp = startToxiproxy(t, tpBin)
+	c = newCase(t)
+	cleanupRun(t, c, drill, tp.URL)
+	return drill, pg, tp, c
+}
+
 // TestKnownBugAdoptProxyWithoutListen: a scenario naming a proxy that
 // already exists on a remote Toxiproxy, without listen (as staging
 // scenarios do), must adopt it. The scenario defaults fill Proxy.Listen
@@ -32,14 +45,7 @@ func TestKnownBugAdoptProxyWithoutListen(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs drill as a child process")
 	}
-	drill, tpBin := binaries(t)
-	pg := testutil.Postgres(t)
-	tp := startToxiproxy(t, tpBin)
-	c := newCase(t)
-	t.Cleanup(func() {
-		_, _ = runDrill(t, c, drill, "cleanup", "--run", c.RunID, "--toxiproxy", tp.URL, "--state-dir", c.State)
-		killProcesses(c)
-	})
+	drill, pg, tp, c := remoteCase(t)
 	tp.createProxy(t, "pg", pg.Addr)
 	scenario := c.writeScenario(t, "order-gateway-remote.yaml.tmpl", map[string]string{
 		"Name": "adopt", "ToxiproxyURL": tp.URL, "Proxy": "pg", "Upstream": pg.Addr,
@@ -62,14 +68,7 @@ func TestKnownBugOnPathPooledRemote(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs drill as a child process")
 	}
-	drill, tpBin := binaries(t)
-	pg := testutil.Postgres(t)
-	tp := startToxiproxy(t, tpBin)
-	c := newCase(t)
-	t.Cleanup(func() {
-		_, _ = runDrill(t, c, drill, "cleanup", "--run", c.RunID, "--toxiproxy", tp.URL, "--state-dir", c.State)
-		killProcesses(c)
-	})
+	drill, pg, tp, c := remoteCase(t)
 	listen := tp.createProxy(t, "pg", pg.Addr)
 	scenario := c.writeScenario(t, "order-gateway-remote.yaml.tmpl", map[string]string{
 		"Name": "pooled", "ToxiproxyURL": tp.URL, "Proxy": "pg", "Listen": listen, "Upstream": pg.Addr,

@@ -2,20 +2,19 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
 // serviceEnv, set to "1" in a replica's environment, makes the test binary
@@ -23,13 +22,9 @@ import (
 const serviceEnv = "DRILL_E2E_SERVICE"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(serviceEnv) == "1" {
-		os.Exit(serveForDrill())
-	}
+	testproc.HelperMain(serviceEnv, serveForDrill)
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	bins.Remove()
 	os.Exit(code)
 }
 
@@ -101,65 +96,16 @@ func selectOne(ctx context.Context, dsn string) error {
 	return nil
 }
 
-// Binaries built once per test binary (lazily, so -short and -run filters
-// that match nothing build nothing).
-var (
-	buildOnce   sync.Once
-	buildErr    error
-	binDir      string
-	drillBin    string
-	toxiproxyBn string
-)
+// bins are drill and toxiproxy-server, built once per test binary
+// (lazily, so -short and -run filters that match nothing build nothing).
+var bins testproc.Builds
 
 // binaries builds drill (./cmd/drill) and toxiproxy-server (at the version
 // in go.mod) into a temp dir and returns their paths.
 func binaries(t *testing.T) (drill, toxiproxy string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "drill-e2e-bin-")
-		if buildErr != nil {
-			return
-		}
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		if err != nil {
-			buildErr = err
-			return
-		}
-		drillBin = filepath.Join(binDir, "drill")
-		toxiproxyBn = filepath.Join(binDir, "toxiproxy-server")
-		for _, b := range []struct{ out, pkg string }{
-			{drillBin, "./cmd/drill"},
-			{toxiproxyBn, "github.com/Shopify/toxiproxy/v2/cmd/server"},
-		} {
-			cmd := exec.Command(goTool(), "build", "-o", b.out, b.pkg)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("build %s: %v: %s", b.pkg, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return drillBin, toxiproxyBn
-}
-
-// goTool is the go command of the toolchain running the tests, else the
-// one on PATH.
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		p := filepath.Join(root, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	p := "/usr/local/go/bin/go"
-	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-		return "go"
-	}
-	return p
+	p := bins.Build(t, filepath.Join("..", ".."),
+		testproc.Target{Name: "drill", Pkg: "./cmd/drill"},
+		testproc.Target{Name: "toxiproxy-server", Pkg: "github.com/Shopify/toxiproxy/v2/cmd/server"})
+	return p["drill"], p["toxiproxy-server"]
 }

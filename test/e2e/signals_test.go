@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/testutil"
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
 // Points of a fault at which the tests interrupt drill run, found from its
@@ -54,10 +54,7 @@ func TestSignalsRemoteToxiproxy(t *testing.T) {
 	drill, tpBin := binaries(t)
 	pg := testutil.Postgres(t)
 	tp := startToxiproxy(t, tpBin)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testproc.Executable(t)
 	cases := []signalCase{
 		{"sigterm-bring-up", atBringUp, []syscall.Signal{syscall.SIGTERM}},
 		{"sigint-before-fault", beforeFault, []syscall.Signal{syscall.SIGINT}},
@@ -78,10 +75,7 @@ func TestSignalsRemoteToxiproxy(t *testing.T) {
 			baseline := selectOneLatency(t, direct, 5)
 			// Whatever happens, leave the shared server clean for the
 			// next case (runs after drill is killed: cleanups are LIFO).
-			t.Cleanup(func() {
-				_, _ = runDrill(t, c, drill, "cleanup", "--run", c.RunID, "--toxiproxy", tp.URL, "--state-dir", c.State)
-				killProcesses(c)
-			})
+			cleanupRun(t, c, drill, tp.URL)
 			scenario := c.writeScenario(t, "toxic-pause.yaml.tmpl", map[string]string{
 				"Name": tc.name, "ToxiproxyURL": tp.URL, "Proxy": proxy, "Listen": listen, "Upstream": pg.Addr, "ServiceExe": exe,
 				"DatabaseURL": fmt.Sprintf("postgres://%s@${proxies.%s.addr}/%s?sslmode=disable&connect_timeout=2", pg.User, proxy, pg.Database),
@@ -321,6 +315,16 @@ func eventually(d time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// cleanupRun registers, at the end of the test, `drill cleanup` of c's run
+// against the Toxiproxy at tpURL, then the kill of any process of the run
+// left.
+func cleanupRun(t *testing.T, c *caseEnv, drill, tpURL string) {
+	t.Cleanup(func() {
+		_, _ = runDrill(t, c, drill, "cleanup", "--run", c.RunID, "--toxiproxy", tpURL, "--state-dir", c.State)
+		killProcesses(c)
+	})
 }
 
 // killProcesses SIGKILLs whatever of the case is still running, so a failed
