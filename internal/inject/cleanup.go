@@ -158,34 +158,11 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, er
 	}
 	switch e.Kind {
 	case KindToxic:
-		err := tp().RemoveToxic(ctx, e.Proxy, e.Toxic)
-		switch {
-		case err == nil:
-			return false, nil
-		case errors.Is(err, ErrToxicNotFound), errors.Is(err, ErrProxyNotFound):
-			return true, nil
-		case e.Embedded && isUnreachable(err):
-			return true, nil // the embedded server ended with its run
-		}
-		return false, err
+		return toxiproxyUndone(e, tp().RemoveToxic(ctx, e.Proxy, e.Toxic), ErrToxicNotFound, ErrProxyNotFound)
 	case KindProxyDisabled:
-		err := tp().SetEnabled(ctx, e.Proxy, true)
-		switch {
-		case err == nil:
-			return false, nil
-		case errors.Is(err, ErrProxyNotFound), e.Embedded && isUnreachable(err):
-			return true, nil
-		}
-		return false, err
+		return toxiproxyUndone(e, tp().SetEnabled(ctx, e.Proxy, true), ErrProxyNotFound)
 	case KindProxyCreated:
-		err := tp().DeleteProxy(ctx, e.Proxy)
-		switch {
-		case err == nil:
-			return false, nil
-		case errors.Is(err, ErrProxyNotFound), e.Embedded && isUnreachable(err):
-			return true, nil
-		}
-		return false, err
+		return toxiproxyUndone(e, tp().DeleteProxy(ctx, e.Proxy), ErrProxyNotFound)
 	case KindProcessPause:
 		if len(e.Procs) > 0 {
 			// Every journaled process still the same one, even if the
@@ -203,6 +180,25 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, er
 		return false, opts.Docker.Unpause(ctx, e.Container)
 	}
 	return false, fmt.Errorf("unknown journal kind %q", e.Kind)
+}
+
+// toxiproxyUndone classifies err, the outcome of reverting e on its
+// Toxiproxy: nil is undone; an error matching one of notFound means the
+// target no longer existed (gone); so does an unreachable API when the
+// server was embedded (it ended with its run); any other error is returned.
+func toxiproxyUndone(e Entry, err error, notFound ...error) (gone bool, _ error) {
+	if err == nil {
+		return false, nil
+	}
+	for _, nf := range notFound {
+		if errors.Is(err, nf) {
+			return true, nil
+		}
+	}
+	if e.Embedded && isUnreachable(err) {
+		return true, nil
+	}
+	return false, err
 }
 
 // isUnreachable reports a refused connection to the API, or no answer. The

@@ -64,6 +64,41 @@ func roundTrip(t *testing.T, c *pgx.Conn) time.Duration {
 	return time.Since(start)
 }
 
+// requireQueryHangs starts SELECT 1 on c (bounded to 60 s) and fails t
+// when it returns within 500 ms: the fault in place must hold it (when
+// says when, e.g. "during the pause"). The channel gets the query's error
+// once it returns.
+func requireQueryHangs(t *testing.T, c *pgx.Conn, when string) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, err := c.Exec(ctx, "SELECT 1", pgx.QueryExecModeSimpleProtocol)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("query returned %s: %v", when, err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	return done
+}
+
+// awaitHeldQuery waits up to 15 s for the query [requireQueryHangs]
+// started to return after what (e.g. "the revert") and returns its error;
+// it fails t when the query is still blocked.
+func awaitHeldQuery(t *testing.T, done <-chan error, after string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(15 * time.Second):
+		t.Fatalf("held query still blocked 15s after %s", after)
+		return nil
+	}
+}
+
 func minRoundTrip(t *testing.T, c *pgx.Conn, n int) time.Duration {
 	best := time.Hour
 	for i := 0; i < n; i++ {
@@ -137,18 +172,7 @@ func TestTimeoutZeroPauseHoldsThenReleases(t *testing.T) {
 			t.Fatalf("toxics %v, want %v", names, want)
 		}
 
-		done := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			_, err := held.Exec(ctx, "SELECT 1", pgx.QueryExecModeSimpleProtocol)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			t.Fatalf("query returned during the pause: %v", err)
-		case <-time.After(500 * time.Millisecond):
-		}
+		done := requireQueryHangs(t, held, "during the pause")
 		// A new connection during the pause hangs too (no refusal: unlike down).
 		cctx, ccancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		_, err = connectVia(cctx, pg, addr)
@@ -158,14 +182,10 @@ func TestTimeoutZeroPauseHoldsThenReleases(t *testing.T) {
 		}
 
 		revert(t, rev)
-		select {
-		case err := <-done:
-			// Toxiproxy closes held connections when a timeout toxic is
-			// removed (LIBRARY-NOTES 1.5.3), so an error is expected.
-			t.Logf("held query returned after the revert: err=%v", err)
-		case <-time.After(15 * time.Second):
-			t.Fatal("held query still blocked 15s after the revert")
-		}
+		err = awaitHeldQuery(t, done, "the revert")
+		// Toxiproxy closes held connections when a timeout toxic is
+		// removed (LIBRARY-NOTES 1.5.3), so an error is expected.
+		t.Logf("held query returned after the revert: err=%v", err)
 		fresh := mustConnect(t, pg, addr)
 		if rtt := minRoundTrip(t, fresh, 5); rtt > 200*time.Millisecond {
 			t.Fatalf("round trip after the pause %v, want normal (< 200ms)", rtt)

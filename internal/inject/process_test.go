@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/drillhq/drill/internal/inject/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 	"github.com/drillhq/drill/internal/testutil"
@@ -59,18 +57,7 @@ func TestProcessPauseStopsAndResumesPostgres(t *testing.T) {
 	if !eventuallyStopped(t, pg.PGID, true) {
 		t.Fatal("not every process of the cluster is stopped")
 	}
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		_, err := held.Exec(ctx, "SELECT 1", pgx.QueryExecModeSimpleProtocol)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		t.Fatalf("query on a frozen server returned: %v", err)
-	case <-time.After(500 * time.Millisecond):
-	}
+	done := requireQueryHangs(t, held, "on a frozen server")
 
 	// The run is interrupted (Ctrl-C): the stack reverts with a cancelled ctx.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,13 +65,8 @@ func TestProcessPauseStopsAndResumesPostgres(t *testing.T) {
 	if err := stack.RevertAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil { // unlike a timeout toxic, the held connection survives
-			t.Fatalf("held query failed after resume: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("held query still blocked 15s after SIGCONT")
+	if err := awaitHeldQuery(t, done, "SIGCONT"); err != nil { // unlike a timeout toxic, the held connection survives
+		t.Fatalf("held query failed after resume: %v", err)
 	}
 	if eventuallyStopped(t, pg.PGID, false) {
 		t.Fatal("cluster still stopped")
