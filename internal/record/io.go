@@ -205,16 +205,7 @@ func redactScenario(s *scenario.Scenario) *scenario.Scenario {
 	for i, st := range s.Streams {
 		st.Targets = make([]scenario.Target, len(s.Streams[i].Targets))
 		for j, t := range s.Streams[i].Targets {
-			if t.Headers != nil {
-				h := make(map[string]string, len(t.Headers))
-				for k, v := range t.Headers {
-					if isSecretHeader(k) {
-						v = Redacted
-					}
-					h[k] = v
-				}
-				t.Headers = h
-			}
+			t.Headers = redactMap(t.Headers, isSecretHeader)
 			st.Targets[j] = t
 		}
 		c.Streams[i] = st
@@ -225,16 +216,7 @@ func redactScenario(s *scenario.Scenario) *scenario.Scenario {
 	if s.Services != nil {
 		c.Services = make([]scenario.Service, len(s.Services))
 		for i, svc := range s.Services {
-			if svc.Env != nil {
-				env := make(map[string]string, len(svc.Env))
-				for k, v := range svc.Env {
-					if isSecretEnv(k) {
-						v = Redacted
-					}
-					env[k] = v
-				}
-				svc.Env = env
-			}
+			svc.Env = redactMap(svc.Env, isSecretEnv)
 			svc.Probes.StartupProbe = redactProbe(svc.Probes.StartupProbe)
 			svc.Probes.LivenessProbe = redactProbe(svc.Probes.LivenessProbe)
 			svc.Probes.ReadinessProbe = redactProbe(svc.Probes.ReadinessProbe)
@@ -242,6 +224,22 @@ func redactScenario(s *scenario.Scenario) *scenario.Scenario {
 		}
 	}
 	return &c
+}
+
+// redactMap returns a copy of m whose values under secret keys are
+// [Redacted]; nil stays nil.
+func redactMap(m map[string]string, secret func(key string) bool) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if secret(k) {
+			v = Redacted
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func redactProbe(p *scenario.Probe) *scenario.Probe {
