@@ -209,6 +209,32 @@ func yRange(lines ...plotter.XYs) (lo, hi float64) {
 	return lo, hi
 }
 
+// line is one series of a per-second plot, drawn dashed or solid.
+type line struct {
+	name   string
+	xys    plotter.XYs
+	dashed bool
+}
+
+// seriesFigure finishes a per-second plot: it shades the fault spans over
+// [y0, y1], draws lines in order (each in the next palette colour), fixes
+// the Y axis to [y0, y1] and the X axis to [0, end] s, and renders the
+// figure titled title.
+func seriesFigure(p *plot.Plot, title string, spans []span, y0, y1, end float64, lines ...line) (Figure, error) {
+	if err := shade(p, spans, y0, y1); err != nil {
+		return Figure{}, err
+	}
+	for i, l := range lines {
+		if err := addLine(p, l.name, i, l.xys, l.dashed); err != nil {
+			return Figure{}, err
+		}
+	}
+	p.Y.Min, p.Y.Max = y0, y1
+	xAxis(p, 0, end)
+	url, err := render(p)
+	return Figure{Title: title, DataURL: url}, err
+}
+
 // latencyPlot plots a stream's per-second p50, p99 and max latency (ms)
 // with the fault windows shaded. The Y axis is logarithmic when the
 // values span more than two decades.
@@ -232,22 +258,8 @@ func latencyPlot(name string, s *measure.Series, spans []span, end float64) (Fig
 		p.Y.Label.Text = "latency (ms, log scale)"
 	}
 	y0, y1 := headroom(lo, hi, 4, logY)
-	if err := shade(p, spans, y0, y1); err != nil {
-		return Figure{}, err
-	}
-	for i, l := range []struct {
-		name   string
-		xys    plotter.XYs
-		dashed bool
-	}{{"p50", p50, false}, {"p99", p99, false}, {"max", mx, true}} {
-		if err := addLine(p, l.name, i, l.xys, l.dashed); err != nil {
-			return Figure{}, err
-		}
-	}
-	p.Y.Min, p.Y.Max = y0, y1
-	xAxis(p, 0, end)
-	url, err := render(p)
-	return Figure{Title: "Latency: " + name, DataURL: url}, err
+	return seriesFigure(p, "Latency: "+name, spans, y0, y1, end,
+		line{"p50", p50, false}, line{"p99", p99, false}, line{"max", mx, true})
 }
 
 // ratePlot plots a stream's intended and completed requests per second,
@@ -272,22 +284,8 @@ func ratePlot(name string, s *measure.Series, spans []span, end float64) (Figure
 	p := newPlot("requests of "+name+" per second", "t (s)", "req/s")
 	_, hi := yRange(intended, done, failed, shed)
 	y0, y1 := headroom(0, hi, 5, false)
-	if err := shade(p, spans, y0, y1); err != nil {
-		return Figure{}, err
-	}
-	for i, l := range []struct {
-		name   string
-		xys    plotter.XYs
-		dashed bool
-	}{{"intended", intended, true}, {"completed", done, false}, {"failed", failed, false}, {"shed (503/429)", shed, false}} {
-		if err := addLine(p, l.name, i, l.xys, l.dashed); err != nil {
-			return Figure{}, err
-		}
-	}
-	p.Y.Min, p.Y.Max = y0, y1
-	xAxis(p, 0, end)
-	url, err := render(p)
-	return Figure{Title: "Throughput: " + name, DataURL: url}, err
+	return seriesFigure(p, "Throughput: "+name, spans, y0, y1, end,
+		line{"intended", intended, true}, line{"completed", done, false}, line{"failed", failed, false}, line{"shed (503/429)", shed, false})
 }
 
 // readyPlot plots, per service, the replicas ready (Ready condition) and
