@@ -2,7 +2,9 @@ package assert
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,6 +98,15 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("%d %ses", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// knownNames lists m's keys for an error message: sorted and joined with
+// ", ", or "none" when m is empty.
+func knownNames[V any](m map[string]V) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
 // labelString renders labels as {a="1",b="2"} in key order.

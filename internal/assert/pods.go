@@ -55,16 +55,7 @@ func servicePods(in *input, a scenario.Assertion, r *Result) (map[string]bool, b
 		}
 	}
 	if len(pods) == 0 {
-		var names []string
-		for s := range seen {
-			names = append(names, s)
-		}
-		sort.Strings(names)
-		known := "none"
-		if len(names) > 0 {
-			known = strings.Join(names, ", ")
-		}
-		setError(r, "no pod events for service %q: was it observed? services observed: %s", a.Service, known)
+		setError(r, "no pod events for service %q: was it observed? services observed: %s", a.Service, knownNames(seen))
 		return nil, false
 	}
 	return pods, true

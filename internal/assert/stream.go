@@ -20,16 +20,7 @@ func streamSeries(in *input, a scenario.Assertion, r *Result) *measure.Series {
 	}
 	s, ok := in.series[a.Stream]
 	if !ok || s == nil {
-		var names []string
-		for n := range in.series {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		known := "none"
-		if len(names) > 0 {
-			known = strings.Join(names, ", ")
-		}
-		setError(r, "no measurements for stream %q; streams measured: %s", a.Stream, known)
+		setError(r, "no measurements for stream %q; streams measured: %s", a.Stream, knownNames(in.series))
 		return nil
 	}
 	return s
