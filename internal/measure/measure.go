@@ -116,6 +116,15 @@ func (b *Bucket) Merge(o *Bucket) {
 	if o == nil {
 		return
 	}
+	b.mergeCounts(o)
+	mergeHist(&b.Latency, o.Latency)
+	mergeHist(&b.Lag, o.Lag)
+	mergeHist(&b.Shed, o.Shed)
+}
+
+// mergeCounts adds o's counters (everything but Start, Width and the
+// histograms) into b, allocating b's maps when nil.
+func (b *Bucket) mergeCounts(o *Bucket) {
 	if b.Codes == nil {
 		b.Codes = map[int]int64{}
 	}
@@ -133,10 +142,7 @@ func (b *Bucket) Merge(o *Bucket) {
 	}
 	b.BytesIn += o.BytesIn
 	b.BytesOut += o.BytesOut
-	mergeHist(&b.Latency, o.Latency)
-	mergeHist(&b.Lag, o.Lag)
 	b.Late += o.Late
-	mergeHist(&b.Shed, o.Shed)
 	b.ShedRetryAfter += o.ShedRetryAfter
 	b.Retries += o.Retries
 }

@@ -13,13 +13,8 @@ import (
 // packs each second once no more results can arrive for it, so its memory
 // stays nearly flat over a long run. Not safe for concurrent use.
 type Packed struct {
-	Start, Width                time.Duration
-	Intended, Requests, OK      int64
-	Codes                       map[int]int64
-	Errors                      map[string]int64
-	BytesIn, BytesOut           int64
-	Late, ShedRetryAfter, Retry int64
-	latency, lag, shed          *hdrhistogram.PackedHistogram
+	counts             Bucket // Start, Width and the counters; no histograms
+	latency, lag, shed *hdrhistogram.PackedHistogram
 }
 
 // newPacked returns an empty sparse histogram with NewHistogram's geometry.
@@ -42,45 +37,17 @@ func packHist(h *hdrhistogram.Histogram) *hdrhistogram.PackedHistogram {
 // Pack returns b in compact form. b is not modified.
 func Pack(b *Bucket) *Packed {
 	p := &Packed{
-		Start: b.Start, Width: b.Width,
-		Intended: b.Intended, Requests: b.Requests, OK: b.OK,
-		Codes: make(map[int]int64, len(b.Codes)), Errors: make(map[string]int64, len(b.Errors)),
-		BytesIn: b.BytesIn, BytesOut: b.BytesOut,
-		Late: b.Late, ShedRetryAfter: b.ShedRetryAfter, Retry: b.Retries,
+		counts:  Bucket{Start: b.Start, Width: b.Width},
 		latency: packHist(b.Latency), lag: packHist(b.Lag), shed: packHist(b.Shed),
 	}
-	for k, v := range b.Codes {
-		p.Codes[k] = v
-	}
-	for k, v := range b.Errors {
-		p.Errors[k] = v
-	}
+	p.counts.mergeCounts(b)
 	return p
 }
 
 // MergeInto adds p's counts into b (b's Start and Width are kept); b's
 // histograms are allocated when nil.
 func (p *Packed) MergeInto(b *Bucket) {
-	if b.Codes == nil {
-		b.Codes = map[int]int64{}
-	}
-	if b.Errors == nil {
-		b.Errors = map[string]int64{}
-	}
-	b.Intended += p.Intended
-	b.Requests += p.Requests
-	b.OK += p.OK
-	for k, v := range p.Codes {
-		b.Codes[k] += v
-	}
-	for k, v := range p.Errors {
-		b.Errors[k] += v
-	}
-	b.BytesIn += p.BytesIn
-	b.BytesOut += p.BytesOut
-	b.Late += p.Late
-	b.ShedRetryAfter += p.ShedRetryAfter
-	b.Retries += p.Retry
+	b.mergeCounts(&p.counts)
 	mergePacked(&b.Latency, p.latency)
 	mergePacked(&b.Lag, p.lag)
 	mergePacked(&b.Shed, p.shed)
@@ -98,7 +65,7 @@ func mergePacked(dst **hdrhistogram.Histogram, src *hdrhistogram.PackedHistogram
 
 // Unpack returns p as a new dense Bucket.
 func (p *Packed) Unpack() *Bucket {
-	b := NewBucket(p.Start, p.Width)
+	b := NewBucket(p.counts.Start, p.counts.Width)
 	p.MergeInto(b)
 	return b
 }
