@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,7 +132,116 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := eps[(p.rr.Add(1)-1)%uint64(len(eps))]
-	e.rp.ServeHTTP(w, r)
+	if !plainRequest(r) {
+		e.rp.ServeHTTP(w, r)
+		return
+	}
+	p.forward(e, w, r)
+}
+
+// hopHeaders are the hop-by-hop headers (RFC 9110 7.6.1) and the
+// forwarding headers httputil.ReverseProxy strips in Rewrite mode; a
+// request carrying any of them takes the ReverseProxy path.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authorization", "Te", "Trailer",
+	"Transfer-Encoding", "Upgrade", "Expect",
+	"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
+}
+
+// plainRequest reports whether r can take the lean path of
+// [Proxy.forward]: HTTP/1.x, no hop-by-hop or forwarding headers, no
+// trailers, a body that is empty or read whole, and a query that
+// ReverseProxy would not clean.
+func plainRequest(r *http.Request) bool {
+	if r.ProtoMajor != 1 || len(r.Trailer) != 0 || strings.Contains(r.URL.RawQuery, ";") {
+		return false
+	}
+	if r.ContentLength != 0 {
+		if _, ok := r.Body.(*bufferedBody); !ok {
+			return false
+		}
+	}
+	for _, h := range hopHeaders {
+		if _, ok := r.Header[h]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// forward is httputil.ReverseProxy's request path for plain requests
+// (see plainRequest) without its per-request extras (a deep clone of the
+// request, a client trace for 1xx answers, header copies value by value):
+// the same request reaches the backend (URL, Host, headers, body; no
+// User-Agent is added) and the same answer reaches the client (status,
+// headers without hop-by-hop ones, body, trailers; a body of unknown
+// length is flushed as it arrives). A backend error before the answer
+// gives the endpoint's 502; one while copying the body aborts the
+// response, as ReverseProxy does.
+func (p *Proxy) forward(e *endpoint, w http.ResponseWriter, r *http.Request) {
+	u := *r.URL
+	u.Scheme, u.Host = "http", e.addr
+	if _, ok := r.Header["User-Agent"]; !ok {
+		r.Header["User-Agent"] = []string{""} // net/http then sends none
+	}
+	out := (&http.Request{
+		Method: r.Method, URL: &u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: r.Header, Host: r.Host, ContentLength: r.ContentLength,
+	}).WithContext(r.Context())
+	if bb, ok := r.Body.(*bufferedBody); ok && r.ContentLength > 0 {
+		out.Body = io.NopCloser(bytes.NewReader(bb.b))
+	}
+	res, err := p.tr.RoundTrip(out)
+	if err != nil {
+		e.rp.ErrorHandler(w, r, err)
+		return
+	}
+	defer res.Body.Close()
+	h := w.Header()
+	for k, vv := range res.Header {
+		h[k] = vv
+	}
+	for _, k := range hopHeaders[:8] {
+		delete(h, k)
+	}
+	delete(h, "Proxy-Authenticate")
+	if c := res.Header["Connection"]; len(c) > 0 {
+		for _, v := range c {
+			for _, k := range strings.Split(v, ",") {
+				h.Del(strings.TrimSpace(k))
+			}
+		}
+	}
+	w.WriteHeader(res.StatusCode)
+	buf := bufPool.Get()
+	defer bufPool.Put(buf)
+	var flush func() error
+	if res.ContentLength == -1 {
+		flush = http.NewResponseController(w).Flush
+	}
+	for {
+		n, rerr := res.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return // the client went away
+			}
+			if flush != nil {
+				_ = flush()
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			if r.Context().Err() != nil {
+				return
+			}
+			panic(http.ErrAbortHandler) // the client must not take a cut body for a whole one
+		}
+	}
+	for k, vv := range res.Trailer {
+		h[http.TrailerPrefix+k] = vv
+	}
 }
 
 // maxBufferedBody is the largest request body (bytes) the proxy reads

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -155,4 +156,103 @@ func TestProxyRequestBodies(t *testing.T) {
 			t.Errorf("backend called %d times for a short body", n)
 		}
 	})
+}
+
+// TestProxyForwards: the lean path and the ReverseProxy path give the
+// backend the same request (method, path, query, Host, headers without
+// hop-by-hop and forwarding ones, no added User-Agent) and the client the
+// same answer (status, headers without hop-by-hop ones, body, trailers).
+func TestProxyForwards(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Connection", "X-Hop")
+		w.Header().Set("X-Hop", "1")
+		w.Header().Set("Keep-Alive", "timeout=5")
+		w.Header().Set("X-Seen", fmt.Sprintf("%s %s %s ua=%q xff=%q a=%q up=%q body=%s",
+			r.Method, r.URL.RequestURI(), r.Host, r.Header.Get("User-Agent"), r.Header.Get("X-Forwarded-For"),
+			r.Header.Get("X-A"), r.Header.Get("Upgrade"), b))
+		w.Header().Set("Trailer", "X-Sum")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, "answer")
+		w.Header().Set("X-Sum", "42")
+	}))
+	defer backend.Close()
+	p := newTestProxy(t, &event.Log{}, backend.URL)
+	tests := []struct {
+		name   string
+		header map[string]string
+		body   string
+		want   string
+	}{
+		{"lean", map[string]string{"X-A": "1"}, `{"id":1}`, `POST /o?x=1&y=2 svc.local ua="" xff="" a="1" up="" body={"id":1}`},
+		{"empty body", map[string]string{"X-A": "2"}, "", `POST /o?x=1&y=2 svc.local ua="" xff="" a="2" up="" body=`},
+		{"forwarded headers (ReverseProxy path)", map[string]string{"X-A": "3", "X-Forwarded-For": "10.0.0.1"}, "b", `POST /o?x=1&y=2 svc.local ua="" xff="" a="3" up="" body=b`},
+		{"user agent kept", map[string]string{"User-Agent": "drill-test", "X-A": "4"}, "", `POST /o?x=1&y=2 svc.local ua="drill-test" xff="" a="4" up="" body=`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, p.URL()+"/o?x=1&y=2", strings.NewReader(tt.body))
+			req.Host = "svc.local"
+			req.Header.Set("User-Agent", "")
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusAccepted || string(b) != "answer" {
+				t.Errorf("got %d %q, want 202 answer", res.StatusCode, b)
+			}
+			if got := res.Header.Get("X-Seen"); got != tt.want {
+				t.Errorf("backend saw\n%s\nwant\n%s", got, tt.want)
+			}
+			if res.Header.Get("X-Hop") != "" || res.Header.Get("Keep-Alive") != "" {
+				t.Errorf("hop-by-hop headers reached the client: %v", res.Header)
+			}
+			if got := res.Trailer.Get("X-Sum"); got != "42" {
+				t.Errorf("trailer X-Sum %q, want 42", got)
+			}
+		})
+	}
+}
+
+// TestPlainRequest: which requests take the lean path.
+func TestPlainRequest(t *testing.T) {
+	mk := func(body string, h ...string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/o?x=1", strings.NewReader(body))
+		for i := 0; i+1 < len(h); i += 2 {
+			r.Header.Set(h[i], h[i+1])
+		}
+		if body != "" {
+			b := []byte(body)
+			r.Body = &bufferedBody{Reader: bytes.NewReader(b), b: b}
+		}
+		return r
+	}
+	streamed := mk("")
+	streamed.ContentLength, streamed.Body = -1, io.NopCloser(strings.NewReader("x"))
+	semicolon := mk("")
+	semicolon.URL.RawQuery = "a=1;b=2"
+	tests := []struct {
+		name string
+		r    *http.Request
+		want bool
+	}{
+		{"buffered body", mk(`{"id":1}`, "Content-Type", "application/json"), true},
+		{"no body", mk(""), true},
+		{"streamed body", streamed, false},
+		{"upgrade", mk("", "Connection", "Upgrade", "Upgrade", "websocket"), false},
+		{"expect", mk("", "Expect", "100-continue"), false},
+		{"x-forwarded-for", mk("", "X-Forwarded-For", "10.0.0.1"), false},
+		{"te", mk("", "Te", "trailers"), false},
+		{"semicolon query", semicolon, false},
+	}
+	for _, tt := range tests {
+		if got := plainRequest(tt.r); got != tt.want {
+			t.Errorf("%s: plainRequest %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
