@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -441,28 +441,8 @@ func TestGoldenResults(t *testing.T) {
 			if err := enc.Encode(Judge(testPlan(), as, evs, series)); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", name+".golden.json"), buf.Bytes())
+			golden.Check(t, filepath.Join("testdata", name+".golden.json"), buf.Bytes(), *update)
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the output (run with -update to accept):\n%s", path, got)
 	}
 }
 

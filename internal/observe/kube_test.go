@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/testutil/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -413,21 +413,5 @@ func checkGolden(t *testing.T, name string, ev []event.Event) {
 	for i, e := range sorted {
 		lines[i] = strings.TrimRight(fmtEvent(e), " ")
 	}
-	got := strings.Join(lines, "\n") + "\n"
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("events differ from %s (run with -update after checking):\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(strings.Join(lines, "\n")+"\n"), *update)
 }

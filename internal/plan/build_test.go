@@ -3,13 +3,13 @@ package plan
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden plan files")
@@ -104,20 +104,7 @@ func TestPrintGolden(t *testing.T) {
 			if err := Print(&b, p); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", strings.TrimSuffix(filepath.Base(file), ".yaml")+".txt")
-			if *update {
-				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("read golden (run with -update): %v", err)
-			}
-			if b.String() != string(want) {
-				t.Errorf("plan differs from %s:\n%s", golden, b.String())
-			}
+			golden.Check(t, filepath.Join("testdata", strings.TrimSuffix(filepath.Base(file), ".yaml")+".txt"), b.Bytes(), *update)
 		})
 	}
 }

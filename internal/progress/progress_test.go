@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drillhq/drill/internal/load"
+	"github.com/drillhq/drill/internal/testutil/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -29,21 +29,9 @@ func sample() Snapshot {
 	}
 }
 
-func golden(t *testing.T, name, got string) {
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(got), *update)
 }
 
 func TestPlainLines(t *testing.T) {
@@ -56,7 +44,7 @@ func TestPlainLines(t *testing.T) {
 	if strings.Contains(buf.String(), "\x1b") {
 		t.Fatal("escape codes in plain output")
 	}
-	golden(t, "plain.golden", buf.String())
+	checkGolden(t, "plain.golden", buf.String())
 }
 
 func TestTerminalBlockRedrawsInPlace(t *testing.T) {
@@ -72,7 +60,7 @@ func TestTerminalBlockRedrawsInPlace(t *testing.T) {
 	if !strings.HasPrefix(second, "\x1b[5A") {
 		t.Fatalf("second draw does not return to the block's top: %q", second[:10])
 	}
-	golden(t, "block.golden", strings.Join(Block(sample()), "\n")+"\n")
+	checkGolden(t, "block.golden", strings.Join(Block(sample()), "\n")+"\n")
 }
 
 func TestRunDrawsUntilCancelled(t *testing.T) {

@@ -13,29 +13,14 @@ import (
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
 	"github.com/drillhq/drill/internal/report"
+	"github.com/drillhq/drill/internal/testutil/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs (run go test -update to accept):\n%s", path, got)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got, *update)
 }
 
 func runs() map[string]*record.Run {
@@ -58,7 +43,7 @@ func TestSummaryGolden(t *testing.T) {
 			if err := report.Summary(&buf, run); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "summary-"+name+".golden.txt", buf.Bytes())
+			checkGolden(t, "summary-"+name+".golden.txt", buf.Bytes())
 		})
 	}
 }
@@ -82,7 +67,7 @@ func TestJUnitGolden(t *testing.T) {
 			if doc.Tests != len(run.Results)+2 {
 				t.Errorf("tests = %d, want %d", doc.Tests, len(run.Results)+2)
 			}
-			golden(t, "junit-"+name+".golden.xml", buf.Bytes())
+			checkGolden(t, "junit-"+name+".golden.xml", buf.Bytes())
 		})
 	}
 }
