@@ -119,18 +119,7 @@ func TestCorrectBuildShedsTaxAndKeepsAuthFast(t *testing.T) {
 	}
 
 	// Card authorisations are untouched by the tax brownout (INV-BH-01).
-	var authWG sync.WaitGroup
-	auths := make(chan refsvctest.Response, 40)
-	for range 40 {
-		authWG.Add(1)
-		go func() {
-			defer authWG.Done()
-			auths <- refsvctest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second)
-		}()
-	}
-	authWG.Wait()
-	close(auths)
-	for r := range auths {
+	for _, r := range refsvctest.DoAll(40, http.MethodPost, u+"/auth", authBody, 5*time.Second) {
 		if r.Status != http.StatusOK || r.Elapsed > 2*time.Second {
 			t.Errorf("auth during the tax brownout: status %d in %s (%q), want 200 quickly", r.Status, r.Elapsed, r.Body)
 		}
@@ -258,19 +247,8 @@ func TestNaiveBuildAuthDegrades(t *testing.T) {
 	waitFor(t, func() bool { return pools.byLane[LaneTax].Stat().AcquiredConns() == DefaultSharedLane.Pool })
 
 	fast := 0
-	var authWG sync.WaitGroup
-	auths := make(chan refsvctest.Response, 10)
-	for range 10 {
-		authWG.Add(1)
-		go func() {
-			defer authWG.Done()
-			auths <- refsvctest.Do(http.MethodPost, u+"/auth", authBody, 10*time.Second)
-		}()
-	}
-	authWG.Wait()
-	close(auths)
 	var seen []string
-	for r := range auths {
+	for _, r := range refsvctest.DoAll(10, http.MethodPost, u+"/auth", authBody, 10*time.Second) {
 		seen = append(seen, fmt.Sprintf("%d/%s", r.Status, r.Elapsed.Round(time.Millisecond)))
 		if r.Status == http.StatusOK && r.Elapsed < 300*time.Millisecond {
 			fast++

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,6 +141,18 @@ func Do(method, url, body string, timeout time.Duration, header ...string) Respo
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return Response{Status: resp.StatusCode, Header: resp.Header, Body: string(b), Elapsed: time.Since(t0), Err: err}
+}
+
+// DoAll sends n copies of the same request at once (as [Do]) and returns
+// every response when all have ended, in no particular order.
+func DoAll(n int, method, url, body string, timeout time.Duration, header ...string) []Response {
+	out := make([]Response, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() { out[i] = Do(method, url, body, timeout, header...) })
+	}
+	wg.Wait()
+	return out
 }
 
 // WaitStatus polls GET url (1 s client timeout) until it answers want, or
