@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -517,11 +519,7 @@ func rate(xys plotter.XYs) plotter.XYs {
 // labelValues names a series by its label values in key order
 // ("payment-core-0 tax_calc"): short enough for a legend.
 func labelValues(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(l))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = l[k]
