@@ -25,7 +25,7 @@ const (
 	logReady      = `msg="waiting for replicas to be ready"`
 	logOnPath     = `msg="fault is on the traffic path"`
 	logFaultOn    = `msg="fault on"`
-	logStopping   = "stopping, reverting faults"
+	logStopping   = "stopping gracefully"
 	logPGStarted  = `msg="postgres started"`
 	exitCouldNot  = 3
 	faultAt       = "6s"
