@@ -92,8 +92,11 @@ func NewProxy(service, addr string, clock *event.Clock, sink event.Sink, source 
 			DisableCompression:    true,
 			ExpectContinueTimeout: time.Second,
 			ForceAttemptHTTP2:     false,
-			WriteBufferSize:       32 << 10,
-			ReadBufferSize:        32 << 10,
+			// net/http's default 4 KiB buffers: a request or an answer
+			// larger than that just takes more reads, while a burst of new
+			// connections (every request in flight holds one, e.g. when
+			// the backends stall) no longer allocates and clears 64 KiB
+			// for each.
 		},
 	}
 	p.ready.Store(&[]*endpoint{})
