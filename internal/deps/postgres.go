@@ -461,7 +461,9 @@ func (pg *Postgres) stopServer(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("stop postgres: processes %v still alive after SIGKILL", alive)
 		}
-		proctree.Kill(0, alive)
+		for _, pid := range alive {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -464,7 +464,7 @@ func (r *Replica) reap(inst *instance) {
 			break
 		}
 	}
-	_ = syscall.Kill(-inst.pid, syscall.SIGKILL)
+	_ = killGroup(inst.pid, syscall.SIGKILL)
 	err := inst.cmd.Wait()
 	inst.finished = time.Now()
 	inst.exitDesc = describeExit(inst.cmd, err)
@@ -665,7 +665,7 @@ func (r *Replica) terminate(inst *instance, grace time.Duration) {
 	}
 	grace = max(grace, MinGrace)
 	{
-		_ = syscall.Kill(-inst.pid, syscall.SIGTERM)
+		_ = killGroup(inst.pid, syscall.SIGTERM)
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
@@ -676,7 +676,7 @@ func (r *Replica) terminate(inst *instance, grace time.Duration) {
 		case <-r.force:
 		}
 	}
-	_ = syscall.Kill(-inst.pid, syscall.SIGKILL)
+	_ = killGroup(inst.pid, syscall.SIGKILL)
 	<-inst.exited
 }
 
@@ -790,4 +790,13 @@ func sleepStop(stop <-chan struct{}, d time.Duration) bool {
 	case <-stop:
 		return false
 	}
+}
+
+// killGroup signals the process group led by pid. It refuses pid <= 1:
+// kill(0) or kill(-1) would signal drill's own group or every process.
+func killGroup(pid int, sig syscall.Signal) error {
+	if pid <= 1 {
+		return syscall.ESRCH
+	}
+	return syscall.Kill(-pid, sig)
 }

@@ -122,6 +122,12 @@ func Tree(pgid int) ([]int, error) {
 }
 
 func treeOf(procs map[int]Proc, pgid int) []int {
+	// Group 0 is "no group" (kernel threads) and group 1 is init's: the
+	// "tree" of either is the whole machine. Never return it: a caller that
+	// signals the result would stop or kill every process.
+	if pgid <= 1 {
+		return nil
+	}
 	children := map[int][]int{}
 	in := map[int]bool{}
 	var queue []int

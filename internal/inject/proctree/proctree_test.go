@@ -159,3 +159,25 @@ func TestContIDsAfterLeaderDied(t *testing.T) {
 		t.Fatal("child still stopped after ContIDs")
 	}
 }
+
+// TestTreeRefusesMachineWideGroups guards against signalling every process
+// on the machine: the tree of group 0 or 1 must be empty, and Kill/Cont with
+// such a group touch only the explicit pids.
+func TestTreeRefusesMachineWideGroups(t *testing.T) {
+	for _, pgid := range []int{-1, 0, 1} {
+		pids, err := Tree(pgid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pids) != 0 {
+			t.Fatalf("Tree(%d) = %d processes, want none", pgid, len(pids))
+		}
+		ids, err := TreeIDs(pgid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != 0 {
+			t.Fatalf("TreeIDs(%d) = %d processes, want none", pgid, len(ids))
+		}
+	}
+}
