@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,14 +34,19 @@ run.json, junit.xml and report.html, prints the summary and exits with the
 verdict's code (0 pass, 1 an assertion failed, 4 invalid measurement, 5
 cleanup unverified).
 
---out defaults to the directory of run.json. --set changes an assertion's
-field before judging, written as in a scenario file; repeat it as needed:
+--out defaults to the directory of run.json; with --set it defaults to a new
+directory rejudged-<UTC time> beside run.json, so the recorded run keeps its
+own bounds and verdict. --set changes an assertion's field before judging,
+written as in a scenario file; repeat it as needed:
 
   drill report reports/payment-tax-brownout-20260101T120000Z/run.json \
     --set auth-p99.maxLatency=150ms --set tax-lane-recovers.within=8s`,
 		Args: exactArgs(1, "the run.json to re-judge"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := filepath.Dir(args[0])
+			if len(f.set) > 0 {
+				out = filepath.Join(out, "rejudged-"+time.Now().UTC().Format("20060102T150405Z"))
+			}
 			if fl := cmd.Flag("out"); fl != nil && fl.Changed {
 				out = g.Out
 			}

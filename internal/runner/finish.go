@@ -90,7 +90,14 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 	}
 	dir := r.outDir()
 	if werr := report.WriteAll(dir, rec); werr != nil {
+		// A CI gate must not pass a run whose reports are lost.
 		r.log.Error("could not write reports", "dir", dir, "err", werr)
+		if code < exitcode.CouldNotRun {
+			out.Code = exitcode.CouldNotRun
+			err = exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("write reports to %s: %w (verdict was exit %d)", dir, werr, code))
+			rec.Aborted = err.Error()
+			rec.ExitCode, rec.Error = out.Code, err.Error()
+		}
 	} else {
 		out.OutDir = dir
 	}

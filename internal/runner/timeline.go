@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	tuneProcess(r.log)
 	if err := r.preflight(); err != nil {
 		return Result{Code: exitcode.Code(err)}, err
+	}
+	if fi, err := os.Stat(r.outDir()); err == nil && !fi.IsDir() {
+		err := exitcode.Wrap(exitcode.BadInput, fmt.Errorf("--out %s is a file, not a directory", r.outDir()))
+		return Result{Code: exitcode.BadInput}, err
 	}
 	res, err := r.drive(ctx)
 	// Teardown always: faults first (inside drive's defers), then the rest.
