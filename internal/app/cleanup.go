@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -60,12 +61,20 @@ func runCleanup(cmd *cobra.Command, g *Globals, fl cleanupFlags) error {
 		}
 		stateDir = d
 	}
+	if fi, err := os.Stat(stateDir); err == nil && !fi.IsDir() {
+		return &usageError{command: cmd.CommandPath(), err: fmt.Errorf("--state-dir %s is a file, not a directory", stateDir)}
+	}
+	if fl.run != "" && fl.toxiproxy == "" {
+		if _, err := os.Stat(inject.JournalPath(stateDir, fl.run)); err != nil {
+			fmt.Fprintf(g.Stderr, "drill: no journal of run %s under %s; nothing recorded to undo (pass --toxiproxy URL to sweep a Toxiproxy for its toxics)\n", fl.run, stateDir)
+		}
+	}
 	opts := inject.CleanupOptions{StateDir: stateDir, RunID: fl.run, Log: g.Logger}
 	if fl.toxiproxy != "" {
 		opts.Toxiproxy = inject.NewRemote(fl.toxiproxy)
 	}
 	rep, err := inject.Cleanup(cmd.Context(), opts)
-	if werr := printCleanupReport(g.Stdout, rep); werr != nil && err == nil {
+	if werr := printCleanupReport(g.Stdout, rep, err != nil); werr != nil && err == nil {
 		err = werr
 	}
 	if err != nil {
@@ -74,7 +83,9 @@ func runCleanup(cmd *cobra.Command, g *Globals, fl cleanupFlags) error {
 	return nil
 }
 
-func printCleanupReport(w io.Writer, rep inject.CleanupReport) error {
+// printCleanupReport lists what was undone; "nothing to clean up" only when
+// nothing was found and nothing failed (failed: the sweep had an error).
+func printCleanupReport(w io.Writer, rep inject.CleanupReport, failed bool) error {
 	var err error
 	p := func(format string, a ...any) {
 		if err == nil {
@@ -90,7 +101,7 @@ func printCleanupReport(w io.Writer, rep inject.CleanupReport) error {
 	for _, l := range rep.Failed {
 		p("FAILED   %s (run %s)\n", l, orUnknown(l.RunID))
 	}
-	if len(rep.Removed)+len(rep.Gone)+len(rep.Failed) == 0 {
+	if len(rep.Removed)+len(rep.Gone)+len(rep.Failed) == 0 && !failed {
 		p("nothing to clean up\n")
 	}
 	return err
