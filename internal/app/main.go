@@ -33,13 +33,13 @@ func Main() {
 	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		s := <-sigs
+		s := sigName(<-sigs)
 		fmt.Fprintf(os.Stderr, "drill: %s: stopping gracefully (again: stop at once)\n", s)
 		cancel(fmt.Errorf("interrupted by %s", s))
-		s = <-sigs
+		s = sigName(<-sigs)
 		fmt.Fprintf(os.Stderr, "drill: %s again: stopping now, still undoing what was started (again: exit without cleanup)\n", s)
 		cancelHard()
-		s = <-sigs
+		s = sigName(<-sigs)
 		fmt.Fprintf(os.Stderr, "drill: %s a third time: exiting; faults may remain active, run drill cleanup\n", s)
 		os.Exit(exitcode.CouldNotRun)
 	}()
@@ -93,3 +93,14 @@ type usageError struct {
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 func (e *usageError) ExitCode() int { return exitcode.BadInput }
+
+// sigName names the signals drill handles as people write them.
+func sigName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
