@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/drillhq/drill/internal/event"
 	"io"
 	"sort"
 	"text/tabwriter"
@@ -182,7 +183,16 @@ func streamRows(run *record.Run) []streamRow {
 			continue
 		}
 		for _, w := range wins {
-			b := s.Window(w.Start, w.End)
+			// A run that ended early (interrupt, stop condition) is rated
+			// over the time it actually ran, not the planned window.
+			end := w.End
+			if stop, ok := loadEnd(run); ok && stop < end {
+				end = stop
+			}
+			if end <= w.Start {
+				continue
+			}
+			b := s.Window(w.Start, end)
 			if b.Requests == 0 && b.Intended == 0 {
 				continue
 			}
@@ -223,4 +233,15 @@ func (e *errWriter) Write(p []byte) (int, error) {
 		e.err = err
 	}
 	return n, nil
+}
+
+// loadEnd is when load stopped (the run's "load-end" phase event).
+func loadEnd(run *record.Run) (time.Duration, bool) {
+	for i := len(run.Events) - 1; i >= 0; i-- {
+		e := run.Events[i]
+		if e.Kind == event.PhaseStart && e.Detail == "load-end" {
+			return e.At, true
+		}
+	}
+	return 0, false
 }
