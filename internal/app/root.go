@@ -122,7 +122,7 @@ touched), 3 could not run, 4 invalid measurement, 5 cleanup unverified.`,
 	f.StringVar(&g.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
 	f.StringVar(&g.Context, "context", "", "kubeconfig context to use (must be in the scenario's allowedContexts)")
 	f.StringVarP(&g.Namespace, "namespace", "n", "", "namespace to use (must be in the scenario's allowedNamespaces)")
-	f.StringVar(&g.Out, "out", "reports", "directory to write reports under")
+	f.StringVar(&g.Out, "out", "reports", "directory for the reports (run: default reports/<scenario>-<UTC time>; report: default beside run.json)")
 	f.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	f.CountVarP(&g.Verbosity, "verbose", "v", "more log output (-v info, -vv debug)")
 	for _, newCmd := range commands() {
