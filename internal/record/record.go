@@ -14,6 +14,7 @@ import (
 
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/scenario"
@@ -22,14 +23,15 @@ import (
 // SchemaVersion names this run.json schema. [Load] refuses any other.
 const SchemaVersion = "drill.dev/run/v1"
 
-// Exit codes of DESIGN section 7.
+// Exit codes of DESIGN section 7, named for run records; the numbers are
+// internal/exitcode's, the single source of truth.
 const (
-	ExitPass          = 0 // every assertion passed, the run was valid and clean
-	ExitFail          = 1 // an assertion failed
-	ExitBadInput      = 2 // bad input or usage (nothing was touched)
-	ExitCouldNotRun   = 3 // environment failure, stop condition abort or signal
-	ExitInvalid       = 4 // load generator behind schedule, fault not on path, or no verdict possible
-	ExitCleanupFailed = 5 // cleanup could not be verified: a fault may still be active
+	ExitPass          = exitcode.OK                 // every assertion passed, the run was valid and clean
+	ExitFail          = exitcode.AssertionFailed    // an assertion failed
+	ExitBadInput      = exitcode.BadInput           // bad input or usage (nothing was touched)
+	ExitCouldNotRun   = exitcode.CouldNotRun        // environment failure, stop condition abort or signal
+	ExitInvalid       = exitcode.InvalidMeasurement // load generator behind schedule, fault not on path, or no verdict possible
+	ExitCleanupFailed = exitcode.CleanupUnverified  // cleanup could not be verified: a fault may still be active
 )
 
 // Run is one drill run as recorded in run.json.
