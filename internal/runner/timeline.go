@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"text/template"
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
@@ -234,7 +235,17 @@ func (tl *timeline) warmTraffic(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			body := strings.NewReplacer("{{.ID}}", fmt.Sprintf("warm-%d-%d", si, i), "{{.Seq}}", "0", "{{.Time}}", time.Now().UTC().Format(time.RFC3339Nano)).Replace(t.Body)
+			// The same template data the load engine renders (load.BodyData).
+			tpl, err := template.New("body").Parse(t.Body)
+			if err != nil {
+				return fmt.Errorf("streams[%d] body template: %w", si, err)
+			}
+			var buf strings.Builder
+			data := load.BodyData{ID: fmt.Sprintf("%s-warm-%d-%d", tl.r.id, si, i), Time: time.Now().UTC().Format(time.RFC3339Nano)}
+			if err := tpl.Execute(&buf, data); err != nil {
+				return fmt.Errorf("streams[%d] body template: %w", si, err)
+			}
+			body := buf.String()
 			method := t.Method
 			if method == "" {
 				method = http.MethodGet
