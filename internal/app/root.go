@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +48,9 @@ type Globals struct {
 	// Hard is cancelled on a second interrupt: a run then skips waiting and
 	// reports but still reverts its faults. nil: never cancelled.
 	Hard context.Context
+	// CPUProfile is the hidden --cpuprofile flag: a file that receives a
+	// pprof CPU profile of the whole command (for drill's developers).
+	CPUProfile string
 }
 
 // commands lists drill's subcommands in help order. To add one, write
@@ -79,7 +86,16 @@ func Run(ctx context.Context, g *Globals, args []string) error {
 	root.SetArgs(args)
 	root.SetOut(g.Stdout)
 	root.SetErr(g.Stderr)
+	var stopProfile func()
+	root.PersistentPreRunE = chainPreRun(root.PersistentPreRunE, func() error {
+		var err error
+		stopProfile, err = startCPUProfile(g.CPUProfile)
+		return err
+	})
 	cmd, err := root.ExecuteContextC(ctx)
+	if stopProfile != nil {
+		stopProfile()
+	}
 	if err != nil && !started && exitcode.Code(err) == exitcode.CouldNotRun {
 		// cobra failed before any command ran: unknown command or flag,
 		// wrong number of arguments.
@@ -125,6 +141,8 @@ touched), 3 could not run, 4 invalid measurement, 5 cleanup unverified.`,
 	f.StringVar(&g.Out, "out", "reports", "directory for the reports (run: default reports/<scenario>-<UTC time>; report: default beside run.json)")
 	f.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	f.CountVarP(&g.Verbosity, "verbose", "v", "more log output (-v info, -vv debug)")
+	f.StringVar(&g.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the command to this file ({pid} becomes the process id)")
+	_ = f.MarkHidden("cpuprofile")
 	for _, newCmd := range commands() {
 		root.AddCommand(newCmd(g))
 	}
@@ -168,4 +186,40 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// chainPreRun runs first, then (if it succeeded) next.
+func chainPreRun(first func(*cobra.Command, []string) error, next func() error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := first(cmd, args); err != nil {
+			return err
+		}
+		if err := next(); err != nil {
+			return &usageError{command: cmd.CommandPath(), err: err}
+		}
+		return nil
+	}
+}
+
+// startCPUProfile starts a pprof CPU profile into path (nothing when path is
+// empty; "{pid}" in it becomes the process id) and returns the function that stops it and closes the file. It
+// returns an error when the file cannot be created or profiling is already
+// on.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	path = strings.ReplaceAll(path, "{pid}", strconv.Itoa(os.Getpid()))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -79,6 +79,20 @@ type Options struct {
 	AbortLag time.Duration
 	// MaxDials caps the connections a stream opens at once; default 32.
 	MaxDials int
+	// Routers routes the requests whose URL host (host:port) is a key
+	// in-process instead of dialling that address: the local runtime's
+	// Services, whose listener hop the engine then skips. nil: none.
+	Routers map[string]Router
+}
+
+// Router sends a request on behalf of a Service address (see
+// [Options.Routers]): it picks the backend, rewrites the request's URL to it
+// and sends it with base, the stream's transport (its connection pools,
+// caps and timeouts). It answers with the Service's own responses (503 with
+// no backend, 502 on a backend error) and returns an error only when the
+// request's context ended. Safe for concurrent use.
+type Router interface {
+	RoundTripVia(base http.RoundTripper, req *http.Request) (*http.Response, error)
 }
 
 // Engine runs a set of streams once. Create it with [New]; call Run once.
@@ -270,7 +284,7 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	s.client = &http.Client{
 		// No Timeout here: the transport applies s.timeout itself (see
 		// transport.RoundTrip).
-		Transport: &transport{base: s.base, s: s},
+		Transport: &transport{base: s.base, s: s, routers: e.opts.Routers},
 		// Redirects are answers, not followed (3xx counts as OK).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

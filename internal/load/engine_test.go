@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -466,5 +467,48 @@ func TestCollapseGuardStopsStream(t *testing.T) {
 	err := e.Validity()
 	if !errors.Is(err, ErrBehindSchedule) || !strings.Contains(err.Error(), "collapsing") {
 		t.Fatalf("validity = %v", err)
+	}
+}
+
+// hostRouter sends every request to addr, counting them (a test Router).
+type hostRouter struct {
+	addr string
+	n    atomic.Int64
+}
+
+func (h *hostRouter) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.Response, error) {
+	h.n.Add(1)
+	out := req.Clone(req.Context())
+	out.URL.Host = h.addr
+	return base.RoundTrip(out)
+}
+
+// TestRouters: requests to a routed host go through its Router (with the
+// stream's transport); others are dialled as usual.
+func TestRouters(t *testing.T) {
+	var direct, routed atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "svc.invalid:80" {
+			routed.Add(1)
+		} else {
+			direct.Add(1)
+		}
+	}))
+	defer srv.Close()
+	router := &hostRouter{addr: strings.TrimPrefix(srv.URL, "http://")}
+	e := runStreams(t, event.NewClock(), Options{Routers: map[string]Router{"svc.invalid:80": router}},
+		scenario.Stream{
+			Name: "s", Rate: rate(40, time.Second), Duration: dur(time.Second), LagBudget: relaxed,
+			Targets: []scenario.Target{
+				{Method: "GET", URL: "http://svc.invalid:80/a"},
+				{Method: "GET", URL: srv.URL + "/b"},
+			},
+		},
+	)
+	if router.n.Load() != 20 || routed.Load() != 20 || direct.Load() != 20 {
+		t.Fatalf("router %d, routed %d, direct %d; want 20 each", router.n.Load(), routed.Load(), direct.Load())
+	}
+	if tot := e.Series()["s"].Total(); tot.OK != 40 {
+		t.Fatalf("%d ok of %d, want 40", tot.OK, tot.Requests)
 	}
 }

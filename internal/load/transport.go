@@ -94,8 +94,18 @@ func retryAfter(h string, now time.Time) (time.Duration, bool) {
 // out (all of a response body, although vegeta keeps none of it) and
 // retries into the bucket of the hit's intended time.
 type transport struct {
-	base *http.Transport
-	s    *stream
+	base    *http.Transport
+	s       *stream
+	routers map[string]Router
+}
+
+// send makes one attempt: through the router of the URL's host when there
+// is one, else straight with the base transport.
+func (t *transport) send(req *http.Request) (*http.Response, error) {
+	if r := t.routers[req.URL.Host]; r != nil {
+		return r.RoundTripVia(t.base, req)
+	}
+	return t.base.RoundTrip(req)
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -148,7 +158,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.ContentLength > 0 {
 			out += req.ContentLength
 		}
-		resp, err := t.base.RoundTrip(req)
+		resp, err := t.send(req)
 		if attempt >= s.retry.maxAttempts || !s.retry.wants(resp, err, req.Context()) {
 			if err != nil {
 				finish(0, out, retries)

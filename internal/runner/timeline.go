@@ -178,7 +178,17 @@ func (r *run) newTimeline() (*timeline, error) {
 		}
 		streams[i] = s
 	}
-	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id}, r.log.With("component", "load"))
+	// Load aimed at a local Service is routed in-process by that Service
+	// (same endpoints, same answers), sparing the CPU of a loopback HTTP
+	// hop that kube-proxy would do in the kernel.
+	var routers map[string]load.Router
+	for _, svc := range r.env.services {
+		if routers == nil {
+			routers = map[string]load.Router{}
+		}
+		routers[svc.Addr()] = svc
+	}
+	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: routers}, r.log.With("component", "load"))
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("prepare load: %w", err))
 	}

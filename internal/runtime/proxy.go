@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,6 +141,60 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.forward(e, w, r)
+}
+
+// RoundTripVia routes one request the way the Service's listener does,
+// in the caller's process: round-robin over the ready endpoints, sent with
+// base (the caller's transport and connection pools) straight to the
+// endpoint. With no ready endpoint it answers 503 and with a backend error
+// 502, with the same headers and bodies as [Proxy.ServeHTTP]; only the
+// loopback hop to the listener (which kube-proxy does in the kernel) is
+// left out. req.Host, when empty, becomes the Service address, as a client
+// of the listener would send. It returns base's error only when req's
+// context ended (the caller gave up). Safe for concurrent use.
+func (p *Proxy) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.Response, error) {
+	eps := *p.ready.Load()
+	if len(eps) == 0 {
+		return p.answer(req, http.StatusServiceUnavailable, "no-endpoints",
+			"no ready endpoints for service "+p.service+"\n"), nil
+	}
+	e := eps[(p.rr.Add(1)-1)%uint64(len(eps))]
+	out := *req // shallow: the caller's request is only read
+	u := *req.URL
+	u.Host = e.addr
+	out.URL = &u
+	if out.Host == "" {
+		out.Host = req.URL.Host
+	}
+	res, err := base.RoundTrip(&out)
+	if err != nil {
+		if req.Context().Err() != nil {
+			return nil, err
+		}
+		return p.answer(req, http.StatusBadGateway, "backend-error",
+			"service "+p.service+": pod "+e.pod+": "+err.Error()+"\n"), nil
+	}
+	return res, nil
+}
+
+// answer is a response of the Service itself (not of a backend), as
+// ServeHTTP writes them: status, X-Drill-Proxy reason, plain-text body.
+func (p *Proxy) answer(req *http.Request, status int, reason, body string) *http.Response {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	return &http.Response{
+		Status:     strconv.Itoa(status) + " " + http.StatusText(status),
+		StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{
+			"Content-Type":   {"text/plain; charset=utf-8"},
+			"X-Drill-Proxy":  {reason},
+			"Content-Length": {strconv.Itoa(len(body))},
+		},
+		ContentLength: int64(len(body)),
+		Body:          io.NopCloser(strings.NewReader(body)),
+		Request:       req,
+	}
 }
 
 // hopHeaders are the hop-by-hop headers (RFC 9110 7.6.1) and the

@@ -256,3 +256,94 @@ func TestPlainRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyRoundTripVia: the in-process path answers as the listener does
+// (status, X-Drill-Proxy reason, body, backend reached, Host header) for
+// no endpoints, two ready backends in turn, and a backend that refuses;
+// a request whose context ended gets an error, not an answer.
+func TestProxyRoundTripVia(t *testing.T) {
+	backend := func(name string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s host=%s", name, r.Host)
+		}))
+		t.Cleanup(srv.Close)
+		return strings.TrimPrefix(srv.URL, "http://")
+	}
+	refused := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
+	}
+	tests := []struct {
+		name      string
+		endpoints []string // "" entries are not added
+		want      []string // "status reason body-prefix" per request, in order
+	}{
+		{"no endpoints", nil, []string{"503 no-endpoints no ready endpoints for service svc"}},
+		{"round robin", []string{backend("a"), backend("b")}, []string{
+			"200  a host=SVC", "200  b host=SVC", "200  a host=SVC",
+		}},
+		{"backend refuses", []string{refused()}, []string{"502 backend-error service svc: pod svc-0:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			answers := map[string][]string{}
+			for _, via := range []string{"listener", "in-process"} {
+				p, err := NewProxy("svc", "", event.NewClock(), nil, "", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close(context.Background())
+				for i, addr := range tc.endpoints {
+					p.SetEndpoint(fmt.Sprintf("svc-%d", i), addr, i, true)
+				}
+				tr := &http.Transport{}
+				defer tr.CloseIdleConnections()
+				for range tc.want {
+					req, _ := http.NewRequest("GET", p.URL()+"/x", nil)
+					var res *http.Response
+					if via == "listener" {
+						res, err = tr.RoundTrip(req)
+					} else {
+						res, err = p.RoundTripVia(tr, req)
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", via, err)
+					}
+					body, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					got := fmt.Sprintf("%d %s %s", res.StatusCode, res.Header.Get("X-Drill-Proxy"),
+						strings.ReplaceAll(string(body), p.Addr(), "SVC"))
+					answers[via] = append(answers[via], got)
+				}
+			}
+			for via, got := range answers {
+				for i, w := range tc.want {
+					if !strings.HasPrefix(got[i], w) {
+						t.Errorf("%s answer %d = %q, want prefix %q", via, i, got[i], w)
+					}
+				}
+			}
+		})
+	}
+
+	t.Run("context ended", func(t *testing.T) {
+		p, err := NewProxy("svc", "", event.NewClock(), nil, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close(context.Background())
+		p.SetEndpoint("svc-0", backend("a"), 0, true)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", p.URL()+"/x", nil)
+		if res, err := p.RoundTripVia(&http.Transport{}, req); err == nil {
+			res.Body.Close()
+			t.Fatalf("answer %d for a cancelled request, want an error", res.StatusCode)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -227,6 +228,15 @@ func (s *Service) Done() <-chan struct{} { return s.stopped }
 
 // URL is http://127.0.0.1:<port> of the local Service proxy.
 func (s *Service) URL() string { return s.proxy.URL() }
+
+// Addr is the Service listener's address (host:port), the host of URL.
+func (s *Service) Addr() string { return s.proxy.Addr() }
+
+// RoundTripVia routes req as the Service does, without the hop through its
+// listener: see [Proxy.RoundTripVia].
+func (s *Service) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.Response, error) {
+	return s.proxy.RoundTripVia(base, req)
+}
 
 // Name is the service name.
 func (s *Service) Name() string { return s.spec.Name }
