@@ -244,9 +244,12 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	} else {
 		// Enough workers for every request of a timeout's worth of load to be
 		// in flight at once (so a stalled server does not stall the
-		// schedule), capped so overload cannot collapse the generator.
+		// schedule), capped so overload cannot collapse the generator. A
+		// worker stays busy a little past its request's timeout (reading,
+		// recording, waiting to be scheduled), so when every request times
+		// out, exactly rate x timeout workers fall behind: 25% more, plus 64.
 		peak := peakRate(s.sched, s.dur)
-		n := int(math.Ceil(peak*s.timeout.Seconds())) + 16
+		n := int(math.Ceil(peak*s.timeout.Seconds()*1.25)) + 64
 		s.maxWorkers = uint64(min(n, e.opts.WorkerCap))
 	}
 	s.idPrefix = e.opts.RunID + "-" + st.Name + "-"

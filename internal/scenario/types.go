@@ -357,7 +357,7 @@ type Stream struct {
 	// MaxConnections caps connections per host; 0 = unlimited.
 	MaxConnections int `yaml:"maxConnections,omitempty" json:"maxConnections,omitempty"`
 	// MaxWorkers caps concurrent in-flight requests; 0 = engine default
-	// (enough for rate x timeout).
+	// (1.25 x peak rate x timeout + 64, at most 10,000).
 	MaxWorkers int `yaml:"maxWorkers,omitempty" json:"maxWorkers,omitempty"`
 	// KeepAlive reuses connections; default true.
 	KeepAlive *bool `yaml:"keepAlive,omitempty" json:"keepAlive,omitempty"`

@@ -207,7 +207,7 @@ var fieldDocs = map[string]string{
 	"Stream.keepAlive":                      "KeepAlive reuses connections; default true.",
 	"Stream.lagBudget":                      "LagBudget: the run is invalid (exit 4) if more than Fraction of requests went out later than Late; default 1% later than 10ms.",
 	"Stream.maxConnections":                 "MaxConnections caps connections per host; 0 = unlimited.",
-	"Stream.maxWorkers":                     "MaxWorkers caps concurrent in-flight requests; 0 = engine default (enough for rate x timeout).",
+	"Stream.maxWorkers":                     "MaxWorkers caps concurrent in-flight requests; 0 = engine default (1.25 x peak rate x timeout + 64, at most 10,000).",
 	"Stream.name":                           "Name is unique; assertions refer to it.",
 	"Stream.ramp":                           "Ramp is a linear ramp from From to To over the stream's duration.",
 	"Stream.rate":                           "Rate is a constant rate, e.g. 2800/s. Exactly one of Rate, Ramp, Steps.",
