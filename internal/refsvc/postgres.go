@@ -93,8 +93,11 @@ type PoolOptions struct {
 	// Name is set as application_name, to tell pools apart in pg_stat_activity.
 	Name string
 	// WarmConns connections (at most MaxConns) are opened before OpenPool
-	// returns and kept as the pool's minimum, so the first burst of load
-	// does not dial dozens of connections at once; default 0.
+	// returns, so the first burst of load does not dial dozens of
+	// connections at once; default 0. They are not kept as a minimum: a
+	// pool that re-dials in the background while its database hangs only
+	// piles up hung connection attempts (each one a PostgreSQL backend)
+	// that all end at once when the database comes back.
 	WarmConns int32
 }
 
@@ -111,7 +114,6 @@ func OpenPool(ctx context.Context, dsn string, opts PoolOptions) (*pgxpool.Pool,
 	}
 	cfg.MaxConns = opts.MaxConns
 	warm := min(max(opts.WarmConns, 0), opts.MaxConns)
-	cfg.MinConns = warm
 	ct := opts.ConnectTimeout
 	if ct <= 0 {
 		ct = 2 * time.Second
