@@ -11,6 +11,7 @@ import (
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/progress"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/report"
@@ -157,12 +158,7 @@ func (tl *timeline) progress(ctx context.Context) {
 func (tl *timeline) snapshot() progress.Snapshot {
 	r := tl.r
 	now := r.clock.Now()
-	snap := progress.Snapshot{Elapsed: now, Total: r.plan.Duration, Phase: "warmup"}
-	for _, w := range r.plan.Windows {
-		if w.Name != "run" && now >= w.Start && now < w.End {
-			snap.Phase = w.Name
-		}
-	}
+	snap := progress.Snapshot{Elapsed: now, Total: r.plan.Duration, Phase: phaseAt(r.plan, now)}
 	for _, name := range tl.order {
 		fs := tl.faults[name]
 		fs.mu.Lock()
@@ -173,4 +169,25 @@ func (tl *timeline) snapshot() progress.Snapshot {
 	}
 	snap.Streams = tl.engine.Live(5 * time.Second)
 	return snap
+}
+
+// phaseAt names the part of the timeline at offset now for progress lines:
+// "warmup" before the measured run, the last named window holding now
+// (plan order: baseline, fault and recovery windows, then the scenario's
+// own), "run" between windows, and "end" once the timeline is over (load
+// draining, reports).
+func phaseAt(p *plan.Plan, now time.Duration) string {
+	switch {
+	case now < p.Warmup:
+		return "warmup"
+	case now >= p.Duration:
+		return "end"
+	}
+	phase := "run"
+	for _, w := range p.Windows {
+		if w.Name != "run" && now >= w.Start && now < w.End {
+			phase = w.Name
+		}
+	}
+	return phase
 }

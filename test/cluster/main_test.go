@@ -166,6 +166,10 @@ func setup() (e *clusterEnv, skip string, err error) {
 	if err := e.startControlPlane(); err != nil {
 		return e, "", err
 	}
+	// A fresh deadline: the first control-plane build alone can outlast
+	// the one PostgreSQL started under.
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	if err := e.prepareNamespace(ctx); err != nil {
 		return e, "", err
 	}
