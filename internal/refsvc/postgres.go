@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,8 +122,6 @@ func OpenPool(ctx context.Context, dsn string, opts PoolOptions) (*pgxpool.Pool,
 	if opts.Name != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = opts.Name
 	}
-	pacer := &connectPacer{every: time.Second / ConnectRate, burst: ConnectBurst}
-	cfg.BeforeConnect = func(ctx context.Context, _ *pgx.ConnConfig) error { return pacer.wait(ctx) }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool %s: %w", opts.Name, err)
@@ -180,50 +177,4 @@ func EnsureSchema(ctx context.Context, pool *pgxpool.Pool, lockKey int64, ddl ..
 		return fmt.Errorf("commit schema: %w", err)
 	}
 	return nil
-}
-
-// ConnectRate (connections/s) and ConnectBurst pace a pool's new
-// connections: when the database comes back after an outage, a pool
-// re-dials at most ConnectBurst at once and then ConnectRate per second,
-// rather than all of its connections in the same instant (each is a
-// PostgreSQL backend to fork; a reconnect storm also starves everything
-// else on a small machine).
-const (
-	ConnectRate  = 20
-	ConnectBurst = 4
-)
-
-// connectPacer spaces connection set-ups every apart after a burst of
-// burst (a leaky bucket). Safe for concurrent use.
-type connectPacer struct {
-	every time.Duration
-	burst int
-
-	mu   sync.Mutex
-	next time.Time // earliest start of the next set-up beyond the burst
-}
-
-// wait blocks until the next set-up may start; it returns ctx's error if
-// ctx ends first (the slot is then lost, which only slows later ones).
-func (p *connectPacer) wait(ctx context.Context) error {
-	p.mu.Lock()
-	now := time.Now()
-	if floor := now.Add(-time.Duration(p.burst-1) * p.every); p.next.Before(floor) {
-		p.next = floor
-	}
-	at := p.next
-	p.next = p.next.Add(p.every)
-	p.mu.Unlock()
-	d := at.Sub(now)
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
