@@ -47,7 +47,8 @@ const (
 	DefaultTimeout      = 5 * time.Second
 	DefaultLate         = 10 * time.Millisecond
 	DefaultLateFraction = 0.01
-	// DefaultWorkerCap caps the default MaxWorkers (peak rate × timeout).
+	// DefaultWorkerCap caps the default MaxWorkers (1.25 × peak rate ×
+	// timeout + 64).
 	DefaultWorkerCap = 10000
 	// DefaultGrace is how long after its duration a stream may still send
 	// hits it owes; hits not sent by then count as missed (late).

@@ -181,11 +181,8 @@ func (r *run) newTimeline() (*timeline, error) {
 	// Load aimed at a local Service is routed in-process by that Service
 	// (same endpoints, same answers), sparing the CPU of a loopback HTTP
 	// hop that kube-proxy would do in the kernel.
-	var routers map[string]load.Router
+	routers := make(map[string]load.Router, len(r.env.services))
 	for _, svc := range r.env.services {
-		if routers == nil {
-			routers = map[string]load.Router{}
-		}
 		routers[svc.Addr()] = svc
 	}
 	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: routers}, r.log.With("component", "load"))

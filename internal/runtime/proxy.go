@@ -129,7 +129,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Drill-Proxy", "no-endpoints")
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("no ready endpoints for service " + p.service + "\n"))
+		_, _ = w.Write([]byte(p.noEndpointsBody()))
 		return
 	}
 	if !p.bufferBody(w, r) {
@@ -156,7 +156,7 @@ func (p *Proxy) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.R
 	eps := *p.ready.Load()
 	if len(eps) == 0 {
 		return p.answer(req, http.StatusServiceUnavailable, "no-endpoints",
-			"no ready endpoints for service "+p.service+"\n"), nil
+			p.noEndpointsBody()), nil
 	}
 	e := eps[(p.rr.Add(1)-1)%uint64(len(eps))]
 	out := *req // shallow: the caller's request is only read
@@ -172,9 +172,19 @@ func (p *Proxy) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.R
 			return nil, err
 		}
 		return p.answer(req, http.StatusBadGateway, "backend-error",
-			"service "+p.service+": pod "+e.pod+": "+err.Error()+"\n"), nil
+			p.backendErrorBody(e.pod, err)), nil
 	}
 	return res, nil
+}
+
+// noEndpointsBody is the body of the Service's 503 when no endpoint is ready.
+func (p *Proxy) noEndpointsBody() string {
+	return "no ready endpoints for service " + p.service + "\n"
+}
+
+// backendErrorBody is the body of the Service's 502 when pod's request failed.
+func (p *Proxy) backendErrorBody(pod string, err error) string {
+	return "service " + p.service + ": pod " + pod + ": " + err.Error() + "\n"
 }
 
 // answer is a response of the Service itself (not of a backend), as
@@ -470,7 +480,7 @@ func (p *Proxy) newReverseProxy(pod, addr string) *httputil.ReverseProxy {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("X-Drill-Proxy", "backend-error")
 			w.WriteHeader(http.StatusBadGateway)
-			_, _ = w.Write([]byte("service " + p.service + ": pod " + pod + ": " + err.Error() + "\n"))
+			_, _ = w.Write([]byte(p.backendErrorBody(pod, err)))
 		},
 	}
 }
