@@ -257,10 +257,12 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	s.rec = newRecorder(e.opts.BucketWidth, s.start)
 
 	keepAlive := st.KeepAlive == nil || *st.KeepAlive
-	dialer := &net.Dialer{Timeout: s.timeout, KeepAlive: 30 * time.Second}
-	if !keepAlive {
-		dialer.KeepAlive = -1
-	}
+	// No TCP keep-alive probes: every request has its timeout and idle
+	// connections close after IdleConnTimeout, so probes would find
+	// nothing, while enabling them costs three or four setsockopt calls per
+	// connection, which add up when a hanging server makes every request
+	// open one (thousands a second; syscalls are dear on small VMs).
+	dialer := &net.Dialer{Timeout: s.timeout, KeepAlive: -1}
 	// At most maxDials connections being opened at once: a catch-up burst
 	// then mostly waits for connections that free up in a millisecond
 	// instead of opening one per request (a connection storm that starved
