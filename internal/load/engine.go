@@ -140,6 +140,10 @@ type stream struct {
 	results  atomic.Int64
 	lateN    atomic.Int64
 	maxSeq   atomic.Uint64 // 1 + the highest sequence number recorded
+	// capped counts watch ticks (100 ms) on which the stream was behind
+	// its schedule with nearly all maxWorkers waiting for responses: the
+	// worker cap, not the generator's speed, held hits back.
+	capped atomic.Int64
 
 	abortLag  time.Duration
 	abort     chan struct{} // closed when the lag reached abortLag
@@ -402,8 +406,12 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 			case <-watch.C:
 				// Workers all stuck means no result shows the lag: watch the
 				// schedule's progress too.
-				if b := s.behind(e.clock.Now()); s.abortLag > 0 && b >= s.abortLag {
+				b := s.behind(e.clock.Now())
+				if s.abortLag > 0 && b >= s.abortLag {
 					s.triggerAbort(e.clock.Now())
+				}
+				if b > s.late && uint64(s.inflight.Load()) >= s.maxWorkers*9/10 {
+					s.capped.Add(1)
 				}
 				continue
 			case <-finished:
@@ -643,7 +651,8 @@ func (e *Engine) Live(window time.Duration) []StreamLive {
 // Validity returns nil when every stream kept to its schedule, or an
 // error wrapping ErrBehindSchedule naming each stream whose late plus
 // never-sent requests exceed its budget fraction of intended requests
-// (default: more than 1 % later than 10 ms). The runner maps it to exit 4.
+// (default: more than 1 % later than 10 ms), with the second in which most
+// requests were late. The runner maps it to exit 4.
 func (e *Engine) Validity() error {
 	var errs []error
 	for _, s := range e.streams {
@@ -678,8 +687,16 @@ func (e *Engine) Validity() error {
 			all.window(time.Duration(lo)*e.opts.BucketWidth, time.Duration(hi)*e.opts.BucketWidth, func(b *measure.Bucket) {
 				lagP99 = measure.Quantile(b.Lag, 99)
 			})
-			errs = append(errs, fmt.Errorf("%w: stream %q: %d of %d intended requests went out more than %s late and %d never went out (%.2f%%, budget %.2f%%); dispatch lag p99 %s",
-				ErrBehindSchedule, s.name, late, total, s.late, missed, 100*frac, 100*s.fraction, lagP99.Round(time.Microsecond)))
+			worst := ""
+			if at, n := all.worstLate(); n > 0 {
+				worst = fmt.Sprintf("; most late requests were due in t=%s..%s (%d)", at, at+e.opts.BucketWidth, n)
+			}
+			if n := s.capped.Load(); n > 0 {
+				worst += fmt.Sprintf("; for about %s all %d workers (maxWorkers) were waiting for responses, so the target's slowness and the worker cap held hits back, not the generator's speed: raise maxWorkers or lower the timeout",
+					time.Duration(n)*100*time.Millisecond, s.maxWorkers)
+			}
+			errs = append(errs, fmt.Errorf("%w: stream %q: %d of %d intended requests went out more than %s late and %d never went out (%.2f%%, budget %.2f%%); dispatch lag p99 %s%s",
+				ErrBehindSchedule, s.name, late, total, s.late, missed, 100*frac, 100*s.fraction, lagP99.Round(time.Microsecond), worst))
 		}
 	}
 	return errors.Join(errs...)

@@ -101,6 +101,14 @@ func TestCoordinatedOmissionCorrected(t *testing.T) {
 				if !strings.Contains(err.Error(), `stream "s"`) {
 					t.Fatalf("error does not name the stream: %v", err)
 				}
+				if !strings.Contains(err.Error(), "most late requests were due in t=") {
+					t.Fatalf("error does not say when the generator fell behind: %v", err)
+				}
+				// Both workers sat in the stalled server: the cap held the
+				// hits back, and the message says so.
+				if !strings.Contains(err.Error(), "all 2 workers (maxWorkers) were waiting for responses") {
+					t.Fatalf("error does not blame the worker cap: %v", err)
+				}
 				if lagP99 < 300*time.Millisecond || total.Late == 0 {
 					t.Fatalf("lag p99 = %s, late = %d; want the backlog recorded", lagP99, total.Late)
 				}

@@ -207,6 +207,27 @@ func (r *recorder) window(from, to time.Duration, fn func(*measure.Bucket)) {
 	fn(r.scratch)
 }
 
+// worstLate returns the start (clock offset) of the bucket with the most
+// late requests and that count; late is 0 when none was late.
+func (r *recorder) worstLate() (start time.Duration, late int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.slots {
+		s := &r.slots[i]
+		n := int64(0)
+		switch {
+		case s.dense != nil:
+			n = s.dense.Late
+		case s.packed != nil:
+			n = s.packed.Late()
+		}
+		if n > late {
+			start, late = time.Duration(r.k0+int64(i))*r.width, n
+		}
+	}
+	return start, late
+}
+
 // span returns the bucket indices [first, end) holding results.
 func (r *recorder) span() (int64, int64) {
 	r.mu.Lock()

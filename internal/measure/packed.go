@@ -63,6 +63,10 @@ func mergePacked(dst **hdrhistogram.Histogram, src *hdrhistogram.PackedHistogram
 	src.MergeInto(*dst)
 }
 
+// Late is p's count of requests whose dispatch lag exceeded the stream's
+// budget ([Bucket.Late]).
+func (p *Packed) Late() int64 { return p.counts.Late }
+
 // Unpack returns p as a new dense Bucket.
 func (p *Packed) Unpack() *Bucket {
 	b := NewBucket(p.counts.Start, p.counts.Width)
