@@ -43,6 +43,35 @@ func Load(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, &Errors{List: []*Error{{File: path, Msg: err.Error()}}}
 	}
+	return load(path, data)
+}
+
+// LoadReader is [Load] for a scenario read from r (e.g. standard input, at
+// most MaxFileSize bytes); name stands for the file in errors and relative
+// paths in the scenario (manifests, targets files) resolve against the
+// working directory. Errors are *[Errors].
+func LoadReader(name string, r io.Reader) (*Scenario, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	if err == nil && len(data) > MaxFileSize {
+		err = fmt.Errorf("read scenario: larger than %d bytes", MaxFileSize)
+	} else if err != nil {
+		err = fmt.Errorf("read scenario: %w", err)
+	}
+	if err != nil {
+		return nil, &Errors{List: []*Error{{File: name, Msg: err.Error()}}}
+	}
+	sc, err := load(name, data)
+	if e := AsErrors(err); e != nil {
+		for _, x := range e.List {
+			if strings.HasSuffix(x.Path, ".path") && strings.Contains(x.Msg, "no such file") {
+				x.Msg += " (relative paths of a scenario read from standard input resolve against the working directory)"
+			}
+		}
+	}
+	return sc, err
+}
+
+func load(path string, data []byte) (*Scenario, error) {
 	s, err := Parse(path, data)
 	if err != nil {
 		return nil, err
@@ -510,6 +539,22 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string, depth in
 		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), ev)
 	}
 	v.Set(m)
+}
+
+// UnknownKey reports whether key is not a YAML key of v's struct type
+// (e.g. Assertion{}), with the message the decoder gives for it, such as
+// `unknown key "maxLatncy"; did you mean "maxLatency"?`. v must be a
+// struct or a pointer to one.
+func UnknownKey(v any, key string) (msg string, unknown bool) {
+	t := reflect.TypeOf(v)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	si := infoFor(t)
+	if _, ok := si.byName[key]; ok {
+		return "", false
+	}
+	return fmt.Sprintf("unknown key %q%s", key, keyHint(key, si.names)), true
 }
 
 // keyHint suggests the closest known key, or lists them all.

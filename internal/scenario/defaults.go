@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -137,7 +138,9 @@ func (s *Scenario) SetDefaults() {
 				st.Duration.Duration = t.Duration.Duration - st.Start.Duration
 			}
 		}
-		if st.Timeout.Duration == 0 {
+		// A written "timeout: 0s" stays 0 so that Validate refuses it
+		// rather than silently running with the default.
+		if _, wrote := s.Positions[fmt.Sprintf("streams[%d].timeout", i)]; st.Timeout.Duration == 0 && !wrote {
 			st.Timeout.Duration = DefaultRequestTimeout
 		}
 		if st.KeepAlive == nil {

@@ -204,3 +204,31 @@ func TestJSONSchema(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Rate
+		err  string
+	}{
+		{in: "2800/s", want: Rate{Freq: 2800, Per: time.Second}},
+		{in: "90/m", want: Rate{Freq: 90, Per: time.Minute}},
+		{in: "1400/1s", want: Rate{Freq: 1400, Per: time.Second}},
+		{in: "0/s", want: Rate{Per: time.Second}},
+		{in: "2800", err: "write e.g. 2800/s"},
+		{in: "-1/s", err: "not a whole number"},
+		{in: "99999999999999999999/s", err: "out of range"},
+		{in: "5/fortnight", err: "period"},
+	} {
+		got, err := ParseRate(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseRate(%q) = %v, %v; want an error containing %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -108,6 +109,9 @@ func ParseRate(s string) (Rate, error) {
 		return Rate{}, fmt.Errorf("invalid rate %q; write e.g. 2800/s, 1400/1s or 90/m", s)
 	}
 	f, err := strconv.Atoi(strings.TrimSpace(freq))
+	if errors.Is(err, strconv.ErrRange) {
+		return Rate{}, fmt.Errorf("invalid rate %q: %s requests is out of range", s, strings.TrimSpace(freq))
+	}
 	if err != nil || f < 0 {
 		return Rate{}, fmt.Errorf("invalid rate %q: %q is not a whole number of requests", s, freq)
 	}
