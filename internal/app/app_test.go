@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/drillhq/drill/internal/exitcode"
 )
 
 // drill runs the CLI in-process from the repository root and returns its
@@ -79,6 +82,52 @@ func TestValidate(t *testing.T) {
 	if !strings.Contains(stderr, "rate-zero.yaml:20:11: streams[0].rate: rate must be above 0") ||
 		!strings.Contains(stderr, `typo-key.yaml:25:5: faults[0].latncy: unknown key "latncy"; did you mean "latency"?`) {
 		t.Errorf("mixed files: stderr lacks an error:\n%s", stderr)
+	}
+}
+
+// TestValidateStdin: "drill validate -" reads the scenario from standard
+// input; relative manifest paths resolve against the working directory.
+func TestValidateStdin(t *testing.T) {
+	t.Chdir(filepath.Join("..", ".."))
+	good, err := os.ReadFile("scenarios/orders-db-brownout.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := os.ReadFile("testdata/scenarios/invalid/rate-zero.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the repository root its manifests/ path does not resolve; the
+	// message says why.
+	var out, errOut bytes.Buffer
+	err = Run(context.Background(), &Globals{Stdout: &out, Stderr: &errOut, Stdin: bytes.NewReader(good)}, []string{"validate", "-"})
+	if exitcode.Code(err) != exitcode.BadInput || !strings.Contains(fmt.Sprint(err), "resolve against the working directory") {
+		t.Errorf("from the root: err %v, want exit 2 explaining where relative paths resolve", err)
+	}
+	t.Chdir("scenarios") // its manifests/ are relative to the scenario file
+	for _, tc := range []struct {
+		name, in, stdout, stderr string
+		code                     int
+	}{
+		{name: "valid", in: string(good), stdout: "ok  <stdin>\n"},
+		{name: "invalid", in: string(bad), code: exitcode.BadInput,
+			stderr: "<stdin>:20:11: streams[0].rate: rate must be above 0"},
+		{name: "empty", in: "", code: exitcode.BadInput, stderr: "<stdin>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			g := &Globals{Stdout: &out, Stderr: &errOut, Stdin: strings.NewReader(tc.in)}
+			err := Run(context.Background(), g, []string{"validate", "-"})
+			if code := exitcode.Code(err); code != tc.code {
+				t.Fatalf("exit %d, want %d (err %v)", code, tc.code, err)
+			}
+			if out.String() != tc.stdout {
+				t.Errorf("stdout %q, want %q", out.String(), tc.stdout)
+			}
+			if tc.stderr != "" && (err == nil || !strings.Contains(err.Error(), tc.stderr)) {
+				t.Errorf("error %v, want it to contain %q", err, tc.stderr)
+			}
+		})
 	}
 }
 

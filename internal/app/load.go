@@ -118,6 +118,9 @@ func (f *loadFlags) stream() (scenario.Stream, error) {
 	if err != nil {
 		return scenario.Stream{}, fmt.Errorf("--rate: %w", err)
 	}
+	if r.Freq == 0 && f.maxWorkers <= 0 {
+		return scenario.Stream{}, errors.New("--rate 0 (as fast as possible) needs --max-workers")
+	}
 	if f.duration <= 0 {
 		return scenario.Stream{}, errors.New("--duration must be positive")
 	}

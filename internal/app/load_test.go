@@ -57,11 +57,16 @@ func TestLoadCommandBadInput(t *testing.T) {
 		{"load", "--url", "http://127.0.0.1:1", "--rate", "fast"},
 		{"load", "--url", "/relative"},
 		{"load", "--url", "http://127.0.0.1:1", "-H", "nocolon"},
+		{"load", "--url", "http://127.0.0.1:1", "--rate", "0/s"},
 	} {
 		var out, errOut bytes.Buffer
 		err := Run(context.Background(), &Globals{Stdout: &out, Stderr: &errOut}, args)
 		if exitcode.Code(err) != exitcode.BadInput {
 			t.Errorf("%v: err %v (code %d), want exit 2", args, err, exitcode.Code(err))
+		}
+		// Flag mode names flags, not scenario keys.
+		if err != nil && strings.Contains(err.Error(), "maxWorkers") {
+			t.Errorf("%v: error names the scenario key: %v", args, err)
 		}
 	}
 }

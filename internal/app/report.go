@@ -12,6 +12,7 @@ import (
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/report"
+	"github.com/drillhq/drill/internal/scenario"
 )
 
 // reportFlags are the flags of drill report.
@@ -57,6 +58,20 @@ written as in a scenario file; repeat it as needed:
 	return cmd
 }
 
+// validationErrors returns s's semantic problems, one message each, without
+// its file name (a recorded scenario has no positions).
+func validationErrors(s *scenario.Scenario) []string {
+	var out []string
+	if e := scenario.AsErrors(s.Validate()); e != nil {
+		for _, x := range e.List {
+			c := *x
+			c.File = ""
+			out = append(out, c.Error())
+		}
+	}
+	return out
+}
+
 // runReport loads path, applies the overrides, re-judges, writes the
 // reports into out and prints the summary. Its error carries the exit
 // code: 2 for an unreadable record or a bad --set, 3 when the reports
@@ -70,9 +85,24 @@ func runReport(g *Globals, path, out string, sets []string) error {
 		return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("load run record %s: it has no scenario to re-judge", path))
 	}
 	var errs []error
+	// Problems the recorded scenario already had are not the overrides'
+	// doing (and did not stop the run): only new ones are refused.
+	had := map[string]bool{}
+	if len(sets) > 0 {
+		for _, e := range validationErrors(run.Scenario) {
+			had[e] = true
+		}
+	}
 	for _, s := range sets {
 		if err := assert.Override(run.Scenario.Assertions, s); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 && len(sets) > 0 {
+		for _, e := range validationErrors(run.Scenario) {
+			if !had[e] {
+				errs = append(errs, fmt.Errorf("--set: %s", e))
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

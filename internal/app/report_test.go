@@ -94,6 +94,8 @@ func TestReportCommandBadInput(t *testing.T) {
 		{[]string{"report", bad}, `schema "drill.dev/run/v0" is not supported`},
 		{[]string{"report", path, "--set", "nope.max=1"}, `no assertion named "nope"`},
 		{[]string{"report", path, "--set", "auth-errors.maxRate=lots"}, "set auth-errors.maxRate=lots"},
+		{[]string{"report", path, "--set", "auth-errors.maxRat=0.5"}, `unknown key "maxRat"; did you mean "maxRate"?`},
+		{[]string{"report", path, "--set", "auth-errors.maxRate=1.5"}, "--set: assertions["},
 	} {
 		var out, errOut bytes.Buffer
 		code := Execute(context.Background(), &out, &errOut, c.args, nil)

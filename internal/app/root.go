@@ -24,6 +24,8 @@ type Globals struct {
 	Stdout io.Writer
 	// Stderr receives logs and errors.
 	Stderr io.Writer
+	// Stdin is read by "drill validate -"; nil means os.Stdin.
+	Stdin io.Reader
 	// Logger writes to Stderr in LogFormat at the level set by Verbosity.
 	// Set before any command runs.
 	Logger *slog.Logger

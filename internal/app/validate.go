@@ -3,11 +3,16 @@ package app
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/scenario"
 )
+
+// stdinName names a scenario read from standard input in messages.
+const stdinName = "<stdin>"
 
 func newValidateCommand(g *Globals) *cobra.Command {
 	return &cobra.Command{
@@ -15,12 +20,26 @@ func newValidateCommand(g *Globals) *cobra.Command {
 		Short: "Check scenario files and print every problem; touches nothing",
 		Long: `validate parses and checks each scenario file (and the manifests it points
 at) and prints "ok  FILE" for each valid one. Problems are printed one per line
-as file:line:col: field.path: message. Exit code 2 when any file is invalid.`,
+as file:line:col: field.path: message. Exit code 2 when any file is invalid.
+FILE "-" reads a scenario from standard input, named <stdin> in messages;
+its relative paths (manifests, targets files) resolve against the working
+directory.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			for _, path := range args {
-				if _, err := loadScenario(path); err != nil {
+				var err error
+				if path == "-" {
+					in := g.Stdin
+					if in == nil {
+						in = os.Stdin
+					}
+					_, err = scenario.LoadReader(stdinName, in)
+					path = stdinName
+				} else {
+					_, err = loadScenario(path)
+				}
+				if err != nil {
 					errs = append(errs, err)
 					continue
 				}

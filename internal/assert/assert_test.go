@@ -408,7 +408,7 @@ func TestOverride(t *testing.T) {
 	for _, c := range []struct{ set, want string }{
 		{"auth-p99.maxLatency", "want <assertion>.<field>=<value>"},
 		{"nope.max=1", `no assertion named "nope"; assertions: auth-p99, restarts-fault:db-pause`},
-		{"auth-p99.maxLatncy=1s", "field maxLatncy not found"},
+		{"auth-p99.maxLatncy=1s", `unknown key "maxLatncy"; did you mean "maxLatency"?`},
 		{"auth-p99.maxLatency=150", "has no unit"},
 		{"auth-p99.type=shed", "cannot be changed"},
 	} {

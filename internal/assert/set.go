@@ -16,8 +16,10 @@ import (
 // window, statusClass, status, labels, maxP99Ratio, maxErrorRateDelta,
 // ...) and value is written as in a scenario file ("150ms", "0.01",
 // "p99.9", "[503]"). It returns an error naming what is wrong when the
-// setting is malformed, the assertion is unknown, the field is unknown or
-// not settable (name, type), or the value does not parse.
+// setting is malformed, the assertion is unknown, the field is unknown
+// (with the nearest key, as scenario files get) or not settable (name,
+// type), or the value does not parse. Range and applicability checks are
+// the caller's: [scenario.Scenario.Validate] on the changed scenario.
 func Override(as []scenario.Assertion, setting string) error {
 	key, value, ok := strings.Cut(setting, "=")
 	if !ok {
@@ -30,6 +32,9 @@ func Override(as []scenario.Assertion, setting string) error {
 	name, field := key[:i], key[i+1:]
 	if field == "name" || field == "type" {
 		return fmt.Errorf("set %s: the assertion's %s cannot be changed", key, field)
+	}
+	if msg, unknown := scenario.UnknownKey(scenario.Assertion{}, field); unknown {
+		return fmt.Errorf("set %s: %s", key, msg)
 	}
 	var names []string
 	for j := range as {
