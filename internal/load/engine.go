@@ -410,7 +410,7 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 				if s.abortLag > 0 && b >= s.abortLag {
 					s.triggerAbort(e.clock.Now())
 				}
-				if b > s.late && uint64(s.inflight.Load()) >= s.maxWorkers*9/10 {
+				if b > s.late && 10*uint64(max(s.inflight.Load(), 0)) >= 9*s.maxWorkers {
 					s.capped.Add(1)
 				}
 				continue
