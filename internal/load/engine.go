@@ -687,16 +687,16 @@ func (e *Engine) Validity() error {
 			all.window(time.Duration(lo)*e.opts.BucketWidth, time.Duration(hi)*e.opts.BucketWidth, func(b *measure.Bucket) {
 				lagP99 = measure.Quantile(b.Lag, 99)
 			})
-			worst := ""
+			detail := ""
 			if at, n := all.worstLate(); n > 0 {
-				worst = fmt.Sprintf("; most late requests were due in t=%s..%s (%d)", at, at+e.opts.BucketWidth, n)
+				detail = fmt.Sprintf("; most late requests were due in t=%s..%s (%d)", at, at+e.opts.BucketWidth, n)
 			}
 			if n := s.capped.Load(); n > 0 {
-				worst += fmt.Sprintf("; for about %s all %d workers (maxWorkers) were waiting for responses, so the target's slowness and the worker cap held hits back, not the generator's speed: raise maxWorkers or lower the timeout",
+				detail += fmt.Sprintf("; for about %s all %d workers (maxWorkers) were waiting for responses, so the target's slowness and the worker cap held hits back, not the generator's speed: raise maxWorkers or lower the timeout",
 					time.Duration(n)*100*time.Millisecond, s.maxWorkers)
 			}
 			errs = append(errs, fmt.Errorf("%w: stream %q: %d of %d intended requests went out more than %s late and %d never went out (%.2f%%, budget %.2f%%); dispatch lag p99 %s%s",
-				ErrBehindSchedule, s.name, late, total, s.late, missed, 100*frac, 100*s.fraction, lagP99.Round(time.Microsecond), worst))
+				ErrBehindSchedule, s.name, late, total, s.late, missed, 100*frac, 100*s.fraction, lagP99.Round(time.Microsecond), detail))
 		}
 	}
 	return errors.Join(errs...)

@@ -352,8 +352,8 @@ type Stream struct {
 	// Duration default: until the end of the timeline; with Steps, the sum
 	// of the steps (if set, it must equal that sum).
 	Duration Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
-	// Timeout per request (whole exchange), above 0; default 5s (a written
-	// 0 is refused, not replaced by the default).
+	// Timeout per request (whole exchange), above 0: a written 0 is
+	// refused, not replaced by the default; default 5s.
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	// MaxConnections caps connections per host; 0 = unlimited.
 	MaxConnections int `yaml:"maxConnections,omitempty" json:"maxConnections,omitempty"`

@@ -216,7 +216,7 @@ var fieldDocs = map[string]string{
 	"Stream.steps":                          "Steps are consecutive constant rates.",
 	"Stream.targets":                        "Targets are round-robin; each may use ${...} and a body template.",
 	"Stream.targetsFile":                    "TargetsFile reads vegeta targets (format http or json) from a file relative to the scenario.",
-	"Stream.timeout":                        "Timeout per request (whole exchange), above 0; default 5s (a written 0 is refused, not replaced by the default).",
+	"Stream.timeout":                        "Timeout per request (whole exchange), above 0: a written 0 is refused, not replaced by the default; default 5s.",
 	"TCPSocketAction.port":                  "Port is ignored locally (the replica's own port is used); number or name.",
 	"Target.body":                           "Body is a Go text/template with {{.ID}} (unique per request), {{.Seq}} (sequence number) and {{.Time}} (RFC 3339 intended send time).",
 	"Target.headers":                        "Headers are sent on every request. Authorization is redacted in reports.",
