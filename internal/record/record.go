@@ -15,6 +15,7 @@ import (
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/findings"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/scenario"
@@ -57,6 +58,14 @@ type Run struct {
 	Series map[string]*measure.Series `json:"series"`
 	// Results are the judged assertions, in scenario order.
 	Results []assert.Result `json:"results"`
+	// FindingsSchema names the shape of Findings ([findings.SchemaVersion]);
+	// empty in records written before findings existed.
+	FindingsSchema string `json:"findingsSchema,omitempty"`
+	// Findings say what happened in the run, asked or not (DESIGN section
+	// 4a): detection, routing lag, unroutable intervals, shedding,
+	// recovery, restarts and errors by phase, each with a severity. They
+	// never change ExitCode.
+	Findings []findings.Finding `json:"findings,omitempty"`
 	// Validity says whether the measurement can be trusted.
 	Validity Validity `json:"validity"`
 	// Cleanup says whether every injected fault was verifiably removed.
@@ -166,16 +175,26 @@ func (r *Run) Name() string {
 }
 
 // Rejudge judges the scenario's assertions again over the recorded plan,
-// events and series, replaces Results, and recomputes ExitCode with
-// [Run.Decide]. It returns the new exit code.
+// events and series, replaces Results, recomputes the findings, and
+// recomputes ExitCode with [Run.Decide]. It returns the new exit code.
 func (r *Run) Rejudge() int {
 	var as []scenario.Assertion
 	if r.Scenario != nil {
 		as = r.Scenario.Assertions
 	}
 	r.Results = assert.Judge(r.Plan, as, r.Events, r.Series)
+	r.ComputeFindings()
 	r.ExitCode, _ = r.Decide()
 	return r.ExitCode
+}
+
+// ComputeFindings computes the run's findings from its plan, scenario,
+// events and series ([findings.Compute], pure) and stores them with their
+// schema version, replacing any recorded ones: a run.json written before
+// findings existed gets them too.
+func (r *Run) ComputeFindings() {
+	r.Findings = findings.Compute(findings.Input{Plan: r.Plan, Scenario: r.Scenario, Events: r.Events, Series: r.Series})
+	r.FindingsSchema = findings.SchemaVersion
 }
 
 // Decide returns the exit code the run's record calls for and a one-line

@@ -74,7 +74,8 @@ func text(s string) *junitText {
 // scenario, one test case per assertion (failure message "<figure> vs
 // <bound>", properties window, source, figure and bound), plus the cases
 // "measurement validity" and "cleanup verified" so an invalid or unclean
-// run shows in CI too. Authorization values are redacted.
+// run shows in CI too, and a "findings" case (always passing) whose
+// system-out lists the run's findings. Authorization values are redacted.
 func WriteJUnit(w io.Writer, run *record.Run) error {
 	run = record.Redact(run)
 	name := run.Name()
@@ -147,6 +148,18 @@ func WriteJUnit(w io.Writer, run *record.Run) error {
 		clean.SystemOut = text("every injected fault was removed")
 	}
 	suite.Cases = append(suite.Cases, valid, clean)
+	if len(run.Findings) > 0 {
+		// Findings never fail the suite; CI shows them as the output of a
+		// passing case so a PASS is never read without them.
+		var lines []string
+		for _, f := range run.Findings {
+			lines = append(lines, severityWord(f.Severity)+": "+f.Text)
+		}
+		w, n := countSeverity(run.Findings)
+		suite.Cases = append(suite.Cases, junitCase{Name: "findings", Classname: class + ".run", Time: "0",
+			Properties: []junitProperty{{"warnings", fmt.Sprint(w)}, {"notices", fmt.Sprint(n)}},
+			SystemOut:  text(strings.Join(lines, "\n"))})
+	}
 	if run.Aborted != "" {
 		suite.Errors++
 		suite.Cases = append(suite.Cases, junitCase{Name: "run completed", Classname: class + ".run", Time: secs,

@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/findings"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/record"
 )
@@ -117,6 +118,32 @@ func shade(p *plot.Plot, spans []span, y0, y1 float64) error {
 		p.Add(poly)
 		if i == 0 {
 			p.Legend.Add("fault on", poly)
+		}
+	}
+	return nil
+}
+
+// shadeUnroutable adds the unroutable intervals of the run's findings
+// (no ready replica in routing) to p as dark bands in the lowest tenth of
+// the plot, so they stand out from the fault shading.
+func shadeUnroutable(p *plot.Plot, fs []findings.Finding, y1 float64) error {
+	first := true
+	for _, f := range fs {
+		if f.Kind != findings.KindUnroutable || f.End <= f.Start {
+			continue
+		}
+		x0, x1 := f.Start.Seconds(), f.End.Seconds()
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: y1 / 10}, {X: x0, Y: y1 / 10}})
+		if err != nil {
+			return fmt.Errorf("shade unroutable interval of %s: %w", f.Service, err)
+		}
+		poly.Color = color.NRGBA{R: 120, G: 20, B: 140, A: 160}
+		poly.LineStyle.Width = 0
+		poly.LineStyle.Color = color.Transparent
+		p.Add(poly)
+		if first {
+			p.Legend.Add("no ready replica (unroutable)", poly)
+			first = false
 		}
 	}
 	return nil
@@ -359,6 +386,9 @@ func readyPlot(run *record.Run, spans []span) (Figure, bool, error) {
 	}
 	_, y1 := headroom(0, hi, 2*len(names)+1, false)
 	if err := shade(p, spans, 0, y1); err != nil {
+		return Figure{}, false, err
+	}
+	if err := shadeUnroutable(p, run.Findings, y1); err != nil {
 		return Figure{}, false, err
 	}
 	i := 0

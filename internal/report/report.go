@@ -78,6 +78,8 @@ type htmlView struct {
 	CleanupCommand                                string
 	Aborted                                       string
 	Faults                                        []string
+	Findings                                      []findingView
+	FindingsWarnings, FindingsNotices             int
 	Results                                       []resultView
 	Streams                                       []streamView
 	Figures                                       []figureView
@@ -91,6 +93,11 @@ type resultView struct {
 	Open                                                     bool
 	Extra                                                    []assert.Figure
 	Evidence                                                 []evidenceView
+}
+
+// findingView is one finding of the findings box.
+type findingView struct {
+	Word, Class, Kind, Text string
 }
 
 type evidenceView struct {
@@ -181,6 +188,10 @@ func buildView(run *record.Run) htmlView {
 	}
 	v.Env = strings.Join(envParts, " · ")
 
+	for _, f := range run.Findings {
+		v.Findings = append(v.Findings, findingView{Word: severityWord(f.Severity), Class: string(f.Severity), Kind: string(f.Kind), Text: f.Text})
+	}
+	v.FindingsWarnings, v.FindingsNotices = countSeverity(run.Findings)
 	for _, r := range run.Results {
 		rv := resultView{Name: r.Name, Type: string(r.Type), Source: r.Source, Window: r.Window,
 			Span:   assert.FormatOffset(r.WindowStart) + " .. " + assert.FormatOffset(r.WindowEnd),

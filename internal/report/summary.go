@@ -2,13 +2,14 @@ package report
 
 import (
 	"fmt"
-	"github.com/drillhq/drill/internal/event"
 	"io"
 	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/findings"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
@@ -22,6 +23,9 @@ const maxSummaryEvidence = 5
 // of any that did not pass); per stream and window the rate, p50, p90,
 // p99, max and errors; validity and cleanup; and a final line
 // "VERDICT: PASS|FAIL|INVALID|ABORTED|CLEANUP UNVERIFIED (exit N): reason".
+// Findings (warnings first) come before validity, and a count of warning
+// and notice findings just before the verdict: a PASS with warnings
+// beside it is still a PASS, but nobody should read it alone.
 // Authorization values are redacted. It returns the first write error.
 func Summary(w io.Writer, run *record.Run) error {
 	run = record.Redact(run)
@@ -89,6 +93,8 @@ func Summary(w io.Writer, run *record.Run) error {
 		tw.Flush()
 	}
 
+	writeFindings(ew, run.Findings)
+
 	fmt.Fprintln(ew)
 	if run.Validity.Valid() {
 		fmt.Fprintln(ew, "VALIDITY  ok: the load generator kept its schedule and every fault was on the path")
@@ -119,8 +125,55 @@ func Summary(w io.Writer, run *record.Run) error {
 	if run.Aborted != "" {
 		fmt.Fprintf(ew, "ABORTED   %s\n", run.Aborted)
 	}
+	if w, n := countSeverity(run.Findings); w+n > 0 {
+		fmt.Fprintf(ew, "FINDINGS  %s, %s: read FINDINGS above before trusting the verdict\n", plural(w, "warning"), plural(n, "notice"))
+	}
 	fmt.Fprintf(ew, "\nVERDICT: %s (exit %d): %s\n", codeWord(code), code, why)
 	return ew.err
+}
+
+// writeFindings prints the FINDINGS section: one line per finding,
+// warnings first (DESIGN section 4a). Nothing when there are none.
+func writeFindings(w io.Writer, fs []findings.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFINDINGS")
+	for _, f := range fs {
+		fmt.Fprintf(w, "  %-8s %s\n", severityWord(f.Severity), f.Text)
+	}
+}
+
+// severityWord renders a finding's severity for the terminal.
+func severityWord(s findings.Severity) string {
+	switch s {
+	case findings.Warning:
+		return "WARNING"
+	case findings.Notice:
+		return "notice"
+	}
+	return "info"
+}
+
+// countSeverity counts warning and notice findings.
+func countSeverity(fs []findings.Finding) (warnings, notices int) {
+	for _, f := range fs {
+		switch f.Severity {
+		case findings.Warning:
+			warnings++
+		case findings.Notice:
+			notices++
+		}
+	}
+	return warnings, notices
+}
+
+// plural renders "1 warning", "2 warnings".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // verdictWord renders a verdict for the terminal.

@@ -1,0 +1,315 @@
+package findings
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/routing"
+)
+
+// detection reports fault on -> first and last replica of service seen
+// unready, in seconds and readiness periods (DESIGN section 4a). Unready
+// events are looked for from the fault's start to the end of its recovery
+// window: a reaction that came only after the fault ended still counts,
+// and is a warning (the routing never reacted while the fault lasted).
+func (c *ctx) detection(f faultSpan, service string) []Finding {
+	un := routing.Unready(c.events, service, f.on, f.recEnd)
+	fd := Finding{Kind: KindDetection, Severity: Info, Service: service, Fault: f.name, Start: f.on, End: f.off}
+	first, last, ok := routing.FirstLast(un)
+	if !ok {
+		fd.Text = fmt.Sprintf("%s stayed ready through %s (no replica went unready from %s to %s s)",
+			service, f.name, at(f.on), trimT(at(f.recEnd)))
+		fd.Figures = []Figure{{Name: "detection", Value: -1, Unit: "s", Text: "never"}}
+		return []Finding{fd}
+	}
+	total := len(c.routes[service].Pods)
+	period := c.readinessPeriod(service)
+	periods := func(d time.Duration) string {
+		if period <= 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%.1f readiness periods of %s)", d.Seconds()/period.Seconds(), seconds(period))
+	}
+	dFirst, dLast := first-f.on, last-f.on
+	fd.Figures = []Figure{secFigure("detection-first", dFirst), secFigure("detection-last", dLast),
+		countFigure("replicas-unready", int64(len(un)))}
+	if period > 0 {
+		fd.Figures = append(fd.Figures, Figure{Name: "detection-first-periods", Value: roundTo(dFirst.Seconds()/period.Seconds(), 2),
+			Unit: "periods", Text: fmt.Sprintf("%.1f", dFirst.Seconds()/period.Seconds())})
+	}
+	who := fmt.Sprintf("%d of %d replicas", len(un), total)
+	if first >= f.off {
+		fd.Severity, fd.Rule = Warning, RuleLateDetection
+		fd.Text = fmt.Sprintf("%s's readiness did not react while %s lasted (%s): the first replica went unready %s after it began%s, "+
+			"%s after it ended; %s unready within %s",
+			service, f.name, seconds(f.length()), seconds(dFirst), periods(dFirst), seconds(first-f.off), who, seconds(dLast))
+		return []Finding{fd}
+	}
+	fd.Text = fmt.Sprintf("%s detected %s in %s%s: first replica unready at %s s, %s unready within %s of the fault's start",
+		service, f.name, seconds(dFirst), periods(dFirst), at(first), who, seconds(dLast))
+	return []Finding{fd}
+}
+
+// routingLag reports fault on -> replicas left routing and fault off ->
+// back in routing, per replica and for all.
+func (c *ctx) routingLag(f faultSpan, service string) []Finding {
+	tl := c.routes[service]
+	left := tl.Left(f.on, f.recEnd)
+	if len(left) == 0 {
+		return nil
+	}
+	backAll := tl.Back(f.off, c.end)
+	inAtOff := tl.InAt(f.off)
+	back := map[string]time.Duration{}
+	var never, early []string
+	for pod, t := range left {
+		switch {
+		case inAtOff[pod] && t < f.off:
+			early = append(early, pod) // left and came back while the fault was on
+		default:
+			if b, ok := backAll[pod]; ok && b >= t {
+				back[pod] = b
+			} else {
+				never = append(never, pod)
+			}
+		}
+	}
+	sort.Strings(never)
+	sort.Strings(early)
+	lf, ll, _ := routing.FirstLast(left)
+	fd := Finding{Kind: KindRoutingLag, Severity: Info, Service: service, Fault: f.name, Start: lf, End: c.end}
+	fd.Figures = []Figure{secFigure("left-first", lf-f.on), secFigure("left-last", ll-f.on),
+		countFigure("replicas-left", int64(len(left)))}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d replicas of %s left the %s %s after %s began",
+		len(left), len(tl.Pods), service, tl.Source, span(lf-f.on, ll-f.on), f.name)
+	if bf, bl, ok := routing.FirstLast(back); ok {
+		fd.Figures = append(fd.Figures, secFigure("back-first", bf-f.off), secFigure("back-last", bl-f.off),
+			countFigure("replicas-back", int64(len(back))))
+		fd.End = bl
+		verb := "were"
+		if len(back) == 1 {
+			verb = "was"
+		}
+		fmt.Fprintf(&b, "; %d %s back %s after it ended", len(back), verb, span(bf-f.off, bl-f.off))
+	}
+	if len(early) > 0 {
+		fmt.Fprintf(&b, "; %s came back while it was still on (%s)", plural(len(early), "replica"), strings.Join(early, ", "))
+	}
+	if len(never) > 0 {
+		fd.Severity, fd.Rule = Warning, RuleNotReturned
+		fmt.Fprintf(&b, "; %s never came back before the run ended (%s)", plural(len(never), "replica"), strings.Join(never, ", "))
+	}
+	for _, pod := range tl.Pods {
+		if t, ok := left[pod]; ok {
+			fd.Figures = append(fd.Figures, secFigure("left:"+pod, t-f.on))
+		}
+		if t, ok := back[pod]; ok {
+			fd.Figures = append(fd.Figures, secFigure("back:"+pod, t-f.off))
+		}
+	}
+	fd.Text = b.String()
+	return []Finding{fd}
+}
+
+// trimT drops the "t=" of an offset rendered by at.
+func trimT(s string) string { return strings.TrimPrefix(s, "t=") }
+
+// span renders "3.2 s" or "3.2-3.4 s".
+func span(a, b time.Duration) string {
+	if fmt.Sprintf("%.1f", a.Seconds()) == fmt.Sprintf("%.1f", b.Seconds()) {
+		return seconds(a)
+	}
+	return fmt.Sprintf("%.1f-%.1f s", a.Seconds(), b.Seconds())
+}
+
+// unroutable reports every interval in which service had no replica in
+// routing, with the part after a fault ended and the requests that
+// failed in it.
+func (c *ctx) unroutable(service string) []Finding {
+	var out []Finding
+	tl := c.routes[service]
+	for _, iv := range c.unroute[service] {
+		fd := Finding{Kind: KindUnroutable, Service: service, Start: iv.Start, End: iv.End}
+		fd.Figures = []Figure{secFigure("length", iv.Len()), secFigure("start", iv.Start), secFigure("end", iv.End)}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s had no ready replica in the %s for %s (%s-%s s)", service, tl.Source, seconds(iv.Len()), at(iv.Start), trimT(at(iv.End)))
+		f, ok := c.faultAround(iv)
+		switch {
+		case !ok:
+			fd.Severity, fd.Rule = Warning, RuleUnroutableNoFault
+			b.WriteString(" while no fault was on")
+		default:
+			fd.Fault = f.name
+			after := iv.End - maxDur(iv.Start, f.off)
+			if after > 0 {
+				fd.Severity, fd.Rule = Warning, RuleUnroutableAfterFault
+				fd.Figures = append(fd.Figures, secFigure("after-fault", after))
+				if iv.Start >= f.off {
+					fmt.Fprintf(&b, ", from %s after %s ended", seconds(iv.Start-f.off), f.name)
+				} else {
+					fmt.Fprintf(&b, ", %s of it after %s ended", seconds(after), f.name)
+				}
+			} else {
+				fd.Severity, fd.Rule = Notice, RuleUnroutableDuring
+				fmt.Fprintf(&b, " while %s was on", f.name)
+			}
+		}
+		failed, total, secs := c.failuresIn(service, iv)
+		if total > 0 {
+			fd.Figures = append(fd.Figures, countFigure("failed", failed), countFigure("requests", total))
+			fmt.Fprintf(&b, "; %s of %s requests due in %s failed", thousands(failed), thousands(total), secs)
+		}
+		fd.Text = b.String()
+		out = append(out, fd)
+	}
+	return out
+}
+
+// faultAround returns the fault an unroutable interval belongs to: the
+// last fault that turned on before the interval ended and whose recovery
+// window (or the run) had not ended when it began.
+func (c *ctx) faultAround(iv routing.Interval) (faultSpan, bool) {
+	var best faultSpan
+	found := false
+	for _, f := range c.faults {
+		if f.on < iv.End && iv.Start < maxDur(f.recEnd, f.off) {
+			if !found || f.on > best.on {
+				best, found = f, true
+			}
+		}
+	}
+	return best, found
+}
+
+// failuresIn counts the failed and all requests of the streams that
+// target service, over the whole seconds iv touches (buckets are 1 s by
+// intended send time). secs renders that span, e.g. "t=35-47 s".
+func (c *ctx) failuresIn(service string, iv routing.Interval) (failed, total int64, secs string) {
+	from := iv.Start.Truncate(time.Second)
+	to := iv.End.Truncate(time.Second)
+	if to < iv.End {
+		to += time.Second
+	}
+	for _, name := range c.streamNames() {
+		if c.serviceOf(name) != service {
+			continue
+		}
+		b := c.window(name, from, to)
+		failed += b.Failures()
+		total += b.Requests
+	}
+	return failed, total, fmt.Sprintf("t=%d-%d s", int(from.Seconds()), int(to.Seconds()))
+}
+
+func maxDur(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// phaseOf names the phase t falls in: "before load", "baseline", "during
+// <fault>", "after <fault>" (its recovery window), or "after the faults".
+func (c *ctx) phaseOf(t time.Duration) string {
+	if t < 0 {
+		return "before load"
+	}
+	for _, f := range c.faults {
+		if t >= f.on && t < f.off {
+			return "during " + f.name
+		}
+	}
+	for _, f := range c.faults {
+		if t >= f.off && t < f.recEnd {
+			return "after " + f.name
+		}
+	}
+	if len(c.faults) == 0 || t < c.faults[0].on {
+		return "baseline"
+	}
+	return "after the faults"
+}
+
+// restarts reports a service's restarts by phase (DESIGN section 4a):
+// before load (bring-up), baseline, during each fault, after it.
+func (c *ctx) restarts(service string) []Finding {
+	counts := map[string]int{}
+	var order []string
+	var first *event.Event
+	n := 0
+	for i, e := range c.events {
+		if e.Kind != event.ContainerRestart || e.Service != service {
+			continue
+		}
+		ph := c.phaseOf(e.At)
+		if counts[ph] == 0 {
+			order = append(order, ph)
+		}
+		counts[ph]++
+		n++
+		if first == nil {
+			first = &c.events[i]
+		}
+	}
+	fd := Finding{Kind: KindRestarts, Severity: Info, Service: service}
+	fd.Figures = []Figure{countFigure("restarts", int64(n))}
+	if n == 0 {
+		fd.Text = fmt.Sprintf("%s: no restarts (bring-up included)", service)
+		return []Finding{fd}
+	}
+	var parts []string
+	duringFault, before := false, counts["before load"] > 0
+	for _, ph := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[ph], ph))
+		fd.Figures = append(fd.Figures, countFigure("restarts:"+ph, int64(counts[ph])))
+		if strings.HasPrefix(ph, "during ") {
+			duringFault = true
+		}
+	}
+	switch {
+	case duringFault:
+		fd.Severity, fd.Rule = Warning, RuleRestartDuringFault
+	case before:
+		fd.Severity, fd.Rule = Warning, RuleRestartBeforeLoad
+	default:
+		fd.Severity, fd.Rule = Notice, RuleRestartOther
+	}
+	fd.Start, fd.Pod = first.At, first.Pod
+	why := first.Reason
+	if why == "" {
+		why = "no reason recorded"
+	}
+	fd.Text = fmt.Sprintf("%s restarted %s (%s); first %s at %s s: %s",
+		service, plural(n, "time"), strings.Join(parts, ", "), first.Pod, at(first.At), why)
+	return []Finding{fd}
+}
+
+// crashLoops reports replicas of service that entered CrashLoopBackOff
+// (the kubelet's "BackOff" event).
+func (c *ctx) crashLoops(service string) []Finding {
+	firstAt := map[string]time.Duration{}
+	var pods []string
+	for _, e := range c.events {
+		if e.Service != service || e.Kind != event.K8sEvent || e.Reason != "BackOff" {
+			continue
+		}
+		if _, ok := firstAt[e.Pod]; !ok {
+			firstAt[e.Pod] = e.At
+			pods = append(pods, e.Pod)
+		}
+	}
+	if len(pods) == 0 {
+		return nil
+	}
+	first, _, _ := routing.FirstLast(firstAt)
+	total := len(c.routes[service].Pods)
+	fd := Finding{Kind: KindCrashLoop, Severity: Warning, Rule: RuleCrashLoop, Service: service, Start: first,
+		Figures: []Figure{countFigure("replicas", int64(len(pods)))}}
+	fd.Text = fmt.Sprintf("%d of %d replicas of %s entered CrashLoopBackOff, the first at %s s (%s): %s",
+		len(pods), total, service, at(first), c.phaseOf(first), strings.Join(pods, ", "))
+	return []Finding{fd}
+}

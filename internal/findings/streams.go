@@ -1,0 +1,266 @@
+package findings
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/measure"
+)
+
+// failureKinds splits a window's failures by how they failed.
+type failureKinds struct {
+	requests, failed int64
+	// shedService: 503 or 429 answered by the service itself.
+	shedService int64
+	// noEndpoint: 503 answered while the service had no ready endpoint
+	// (the Service's own answer).
+	noEndpoint int64
+	badGateway int64 // 502: the Service could not reach the chosen replica
+	timeouts   int64
+	connection int64 // refused or reset before a response
+	other      int64 // any other status >= 400 or transport error
+}
+
+// classify counts a stream's failures over [from, to) by kind. A second
+// whose middle falls in an interval with no ready endpoint counts its 503s
+// as the Service's "no endpoint" answer (buckets are per intended second,
+// so attribution is to the second).
+func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
+	var k failureKinds
+	s := c.in.Series[stream]
+	if s == nil {
+		return k
+	}
+	unroutable := c.unroute[c.serviceOf(stream)]
+	for _, b := range s.Buckets {
+		if b.Start < from || b.Start >= to {
+			continue
+		}
+		k.requests += b.Requests
+		k.failed += b.Failures()
+		mid := b.Start + b.Width/2
+		inU := false
+		for _, iv := range unroutable {
+			if mid >= iv.Start && mid < iv.End {
+				inU = true
+				break
+			}
+		}
+		for code, n := range b.Codes {
+			switch {
+			case code == 503 && inU:
+				k.noEndpoint += n
+			case code == 503 || code == 429:
+				k.shedService += n
+			case code == 502:
+				k.badGateway += n
+			case code >= 400:
+				k.other += n
+			}
+		}
+		for kind, n := range b.Errors {
+			switch kind {
+			case measure.ErrTimeout:
+				k.timeouts += n
+			case measure.ErrRefused, measure.ErrReset:
+				k.connection += n
+			default:
+				k.other += n
+			}
+		}
+	}
+	return k
+}
+
+// text lists the non-zero kinds, largest first as written.
+func (k failureKinds) text() string {
+	var parts []string
+	add := func(n int64, what string) {
+		if n > 0 {
+			parts = append(parts, thousands(n)+" "+what)
+		}
+	}
+	add(k.shedService, "shed with 503/429 by the service")
+	add(k.noEndpoint, "503 from the Service with no ready endpoint")
+	add(k.badGateway, "502 from the Service")
+	add(k.timeouts, "timeouts")
+	add(k.connection, "connection errors")
+	add(k.other, "other errors")
+	return strings.Join(parts, ", ")
+}
+
+func (k failureKinds) figures() []Figure {
+	return []Figure{
+		countFigure("requests", k.requests), countFigure("failed", k.failed),
+		countFigure("shed-by-service", k.shedService), countFigure("no-endpoint-503", k.noEndpoint),
+		countFigure("bad-gateway-502", k.badGateway), countFigure("timeouts", k.timeouts),
+		countFigure("connection-errors", k.connection), countFigure("other-errors", k.other),
+	}
+}
+
+// firstFailure returns the start of the first second at or after from
+// (and before to) in which a request of stream failed.
+func (c *ctx) firstFailure(stream string, from, to time.Duration) (time.Duration, bool) {
+	s := c.in.Series[stream]
+	if s == nil {
+		return 0, false
+	}
+	for _, b := range s.Buckets {
+		if b.Start+b.Width <= from || b.Start >= to {
+			continue
+		}
+		if b.Failures() > 0 {
+			return b.Start, true
+		}
+	}
+	return 0, false
+}
+
+// shedding reports, for one stream and one fault, how requests failed
+// during the fault and in its recovery window.
+func (c *ctx) shedding(stream string, f faultSpan) []Finding {
+	var out []Finding
+	for _, w := range []struct {
+		name     string
+		from, to time.Duration
+		phrase   string
+	}{
+		{"fault:" + f.name, f.on, f.off, "during " + f.name},
+		{"recovery:" + f.name, f.off, f.recEnd, "after " + f.name},
+	} {
+		if w.to <= w.from {
+			continue
+		}
+		// Buckets are whole seconds of intended send time: a bucket
+		// belongs to the window its start lies in.
+		k := c.classify(stream, w.from.Truncate(time.Second), w.to.Truncate(time.Second))
+		if k.requests == 0 {
+			continue
+		}
+		fd := Finding{Kind: KindShedding, Severity: Info, Stream: stream, Fault: f.name, Start: w.from, End: w.to, Figures: k.figures()}
+		if k.failed == 0 {
+			fd.Text = fmt.Sprintf("%s %s (%s-%s s): none of %s requests failed", stream, w.phrase, at(w.from), trimT(at(w.to)), thousands(k.requests))
+		} else {
+			fd.Text = fmt.Sprintf("%s %s (%s-%s s): %s of %s requests failed (%s): %s",
+				stream, w.phrase, at(w.from), trimT(at(w.to)), thousands(k.failed), thousands(k.requests),
+				assert.FormatPercent(float64(k.failed)/float64(k.requests)), k.text())
+			if t, ok := c.firstFailure(stream, w.from, w.to); ok {
+				fd.Text += fmt.Sprintf("; first failures due in t=%d-%d s", int(t.Seconds()), int(t.Seconds())+1)
+				fd.Figures = append(fd.Figures, secFigure("first-failure", t-w.from))
+			}
+		}
+		out = append(out, fd)
+	}
+	return out
+}
+
+// baseline returns the stream's baseline bucket (nil without one).
+func (c *ctx) baseline(stream string) *measure.Bucket {
+	w, ok := c.in.Plan.Window("baseline")
+	if !ok {
+		return nil
+	}
+	b := c.window(stream, w.Start, w.End)
+	if b.Requests == 0 {
+		return nil
+	}
+	return b
+}
+
+// nextOn is when the next fault after f turns on (or the run's end).
+func (c *ctx) nextOn(f faultSpan) time.Duration {
+	next := c.end
+	for _, g := range c.faults {
+		if g.on > f.on && g.on < next {
+			next = g.on
+		}
+	}
+	return next
+}
+
+// recovery reports fault off -> the stream's error rate back to the
+// baseline's level and its p99 within a factor of the baseline's, both
+// held for the hold time (DESIGN section 4a), searched until the next
+// fault or the run's end.
+func (c *ctx) recovery(stream string, f faultSpan) []Finding {
+	base := c.baseline(stream)
+	if base == nil || !f.offSeen && f.off >= c.end {
+		return nil
+	}
+	o := c.opt
+	baseErr := float64(base.Failures()) / float64(base.Requests)
+	baseP99 := measure.Quantile(base.Latency, 99)
+	maxP99 := time.Duration(float64(baseP99) * o.RecoveryP99Factor)
+	if maxP99 < baseP99+recoveryP99Slack {
+		maxP99 = baseP99 + recoveryP99Slack
+	}
+	maxErr := baseErr + o.RecoveryErrorDelta
+	limit := c.nextOn(f)
+	fd := Finding{Kind: KindRecovery, Severity: Info, Stream: stream, Fault: f.name, Start: f.off}
+	cond := fmt.Sprintf("error rate <= %s and p99 <= %s (baseline %s, %s), held %s",
+		assert.FormatPercent(maxErr), assert.FormatDuration(maxP99), assert.FormatPercent(baseErr), assert.FormatDuration(baseP99),
+		seconds(o.RecoveryHold))
+	for t := f.off.Truncate(time.Second); t+o.RecoveryHold <= limit; t += time.Second {
+		b := c.window(stream, t, t+o.RecoveryHold)
+		if b.Requests == 0 {
+			continue
+		}
+		er := float64(b.Failures()) / float64(b.Requests)
+		p99 := measure.Quantile(b.Latency, 99)
+		if er <= maxErr && p99 <= maxP99 {
+			d := t - f.off
+			if d < 0 {
+				d = 0
+			}
+			fd.End = t
+			fd.Figures = []Figure{secFigure("recovery", d), ratioFigure("error-rate", er), secFigure("p99", p99),
+				ratioFigure("baseline-error-rate", baseErr), secFigure("baseline-p99", baseP99)}
+			fd.Text = fmt.Sprintf("%s recovered %s after %s ended (from %s s: %s)", stream, seconds(d), f.name, at(t), cond)
+			return []Finding{fd}
+		}
+	}
+	fd.Severity, fd.Rule = Warning, RuleNotRecovered
+	fd.End = limit
+	fd.Figures = []Figure{{Name: "recovery", Value: -1, Unit: "s", Text: "not recovered"},
+		ratioFigure("baseline-error-rate", baseErr), secFigure("baseline-p99", baseP99)}
+	fd.Text = fmt.Sprintf("%s had not recovered %s after %s ended (by %s s; recovered means %s)",
+		stream, seconds(limit-f.off), f.name, at(limit), cond)
+	return []Finding{fd}
+}
+
+// errorsByPhase reports a stream's failures before, during and after a
+// fault, and the share of them that came after it ended.
+func (c *ctx) errorsByPhase(stream string, f faultSpan) []Finding {
+	prevOff := c.in.Plan.Warmup
+	for _, g := range c.faults {
+		if g.off <= f.on && g.off > prevOff {
+			prevOff = g.off
+		}
+	}
+	sec := func(d time.Duration) time.Duration { return d.Truncate(time.Second) }
+	before := c.window(stream, sec(prevOff), sec(f.on))
+	during := c.window(stream, sec(f.on), sec(f.off))
+	after := c.window(stream, sec(f.off), sec(c.nextOn(f)))
+	nb, nd, na := before.Failures(), during.Failures(), after.Failures()
+	total := nb + nd + na
+	fd := Finding{Kind: KindErrors, Severity: Info, Stream: stream, Fault: f.name, Start: f.on, End: f.off,
+		Figures: []Figure{countFigure("before", nb), countFigure("during", nd), countFigure("after", na)}}
+	if total == 0 {
+		fd.Text = fmt.Sprintf("%s: no request failed before, during or after %s", stream, f.name)
+		return []Finding{fd}
+	}
+	share := float64(na) / float64(total)
+	fd.Figures = append(fd.Figures, ratioFigure("share-after", share))
+	fd.Text = fmt.Sprintf("%s errors around %s: %s before, %s during, %s after it ended (%s of them after)",
+		stream, f.name, thousands(nb), thousands(nd), thousands(na), assert.FormatPercent(share))
+	switch {
+	case na > nd:
+		fd.Severity, fd.Rule = Warning, RuleErrorsAfter
+		fd.Text += ": more errors after the fault than during it"
+	case na > 0:
+		fd.Severity, fd.Rule = Notice, RuleSomeErrorsAfter
+	}
+	return []Finding{fd}
+}
