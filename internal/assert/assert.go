@@ -107,6 +107,8 @@ func registry() map[scenario.AssertionType]judgeFunc {
 		scenario.AssertMetric:          judgeMetric,
 		scenario.AssertIsolation:       judgeIsolation,
 		scenario.AssertReady:           judgeReady,
+		scenario.AssertUnroutable:      judgeUnroutable,
+		scenario.AssertDetection:       judgeDetection,
 	}
 }
 

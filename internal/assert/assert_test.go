@@ -356,7 +356,7 @@ func TestJudgeErrors(t *testing.T) {
 		{Type: "latnecy", Stream: "orders"},
 		{Type: scenario.AssertLatency, Stream: "orders", Window: "fault:typo", MaxLatency: dur(ms1)},
 	}, nil, nil)
-	if res[0].Verdict != Error || !strings.Contains(res[0].Message, `unknown assertion type "latnecy"; available: endpoint-removal, error-rate, flaps`) {
+	if res[0].Verdict != Error || !strings.Contains(res[0].Message, `unknown assertion type "latnecy"; available: detection, endpoint-removal, error-rate, flaps`) {
 		t.Errorf("unknown type: %+v", res[0])
 	}
 	if res[0].Name != "latnecy-run" {
@@ -465,5 +465,42 @@ func TestFormat(t *testing.T) {
 		if got := FormatPercent(c.r); got != c.want {
 			t.Errorf("FormatPercent(%v) = %q, want %q", c.r, got, c.want)
 		}
+	}
+}
+
+// TestJudgeRouting covers the unroutable and detection assertions on the
+// fixture logs: the correct build leaves routing at t=21.9 s and returns
+// from t=36.003 s (14.1 s with no ready endpoint, 1.0 s of it after the
+// pause ended); the naive build keeps og-0 routed throughout.
+func TestJudgeRouting(t *testing.T) {
+	unroutable := func(max time.Duration, after bool) scenario.Assertion {
+		a := scenario.Assertion{Type: scenario.AssertUnroutable, Service: "order-gateway", MaxDuration: dur(max)}
+		if after {
+			a.AfterFaultEnd = boolp(true)
+			a.Fault = "db-pause"
+		}
+		return a
+	}
+	detection := func(max time.Duration, window string, p *scenario.Percentile) scenario.Assertion {
+		return scenario.Assertion{Type: scenario.AssertDetection, Service: "order-gateway", Window: window,
+			MaxDuration: dur(max), Fault: "db-pause", Percentile: p}
+	}
+	for _, c := range []judgeCase{
+		{name: "unroutable within bound", events: correctEvents(), a: unroutable(15*sec, false), verdict: Pass,
+			figure: "14.10s", contains: []string{"no ready replica in the EndpointSlice for 14.10s at most"},
+			evidence: []string{"from t=21.900s to t=36.003s"}},
+		{name: "unroutable beyond bound", events: correctEvents(), a: unroutable(10*sec, false), verdict: Fail, figure: "14.10s"},
+		{name: "unroutable after the fault ended", events: correctEvents(), a: unroutable(500*ms1, true), verdict: Fail,
+			figure: "1.00s", contains: []string{"after db-pause ended (t=35.001s)"}},
+		{name: "always routable", events: naiveEvents(), a: unroutable(0, false), verdict: Pass, figure: "0s (always routable)"},
+		{name: "detection of the last replica", events: correctEvents(), a: detection(2*sec, "run", nil), verdict: Pass,
+			figure: "1.70s", extra: []string{"first=1.50s", "last=1.70s"}},
+		{name: "detection too slow", events: correctEvents(), a: detection(sec, "run", nil), verdict: Fail, figure: "1.70s"},
+		{name: "a replica never detected", events: naiveEvents(), a: detection(10*sec, "fault:db-pause", nil), verdict: Fail,
+			figure: "never", evidence: []string{"og-0 never went unready"}},
+		{name: "median replica detected", events: naiveEvents(), a: detection(10*sec, "fault:db-pause", pct(50)), verdict: Pass,
+			figure: "2.00s"},
+	} {
+		t.Run(c.name, c.run)
 	}
 }

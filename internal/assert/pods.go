@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/routing"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -320,6 +321,13 @@ func judgeEndpointRemoval(in *input, a scenario.Assertion, r *Result) {
 		r.Message = fmt.Sprintf("%s removal latency %s over %s of %s (max %s); bound %s",
 			scenario.Percentile(pct), FormatDuration(fig), plural(len(rems), "unready transition"), a.Service,
 			FormatDuration(mx), r.Bound)
+	}
+	if src := routing.For(in.events, a.Service).Source; src == routing.LocalService {
+		// Honest name: in local mode the figure is drill's own local
+		// Service dropping the replica, not an EndpointSlice controller.
+		r.Figure.Text += " (local Service)"
+		r.Message += "; measured on drill's local Service, which drops a replica as soon as it is unready: " +
+			"this is not an EndpointSlice figure (run in kubernetes mode for that)"
 	}
 	capEvidence(r)
 }

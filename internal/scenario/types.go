@@ -614,6 +614,8 @@ const (
 	AssertMetric          AssertionType = "metric"           // Metric, Labels, Op, Value
 	AssertIsolation       AssertionType = "isolation"        // Stream, MaxP99Ratio, MaxErrorRateDelta
 	AssertReady           AssertionType = "ready"            // Service, MinReady replicas at window end
+	AssertUnroutable      AssertionType = "unroutable"       // Service, MaxDuration, AfterFaultEnd, Fault
+	AssertDetection       AssertionType = "detection"        // Service, MaxDuration, Fault, Percentile (default p100)
 )
 
 // Assertion is one check over one window. Which fields apply depends on Type.
@@ -638,7 +640,9 @@ type Assertion struct {
 	Max *int `yaml:"max,omitempty" json:"max,omitempty"`
 	// MinReady is the minimum ready replicas (ready).
 	MinReady *int `yaml:"minReady,omitempty" json:"minReady,omitempty"`
-	// Percentile for latency and endpoint-removal; default p99.
+	// Percentile for latency and endpoint-removal (default p99), and over
+	// the replicas' detection times for detection (default p100: the last
+	// replica).
 	Percentile *Percentile `yaml:"percentile,omitempty" json:"percentile,omitempty"`
 	// MaxLatency is a latency bound (latency, endpoint-removal, shed).
 	MaxLatency *Duration `yaml:"maxLatency,omitempty" json:"maxLatency,omitempty"`
@@ -666,9 +670,18 @@ type Assertion struct {
 	Hold *Duration `yaml:"hold,omitempty" json:"hold,omitempty"`
 	// Within bounds the recovery time from the fault's end (recovery).
 	Within *Duration `yaml:"within,omitempty" json:"within,omitempty"`
-	// Fault names the fault whose end starts the recovery clock; default the
-	// fault of the window.
+	// Fault names the fault whose end starts the recovery clock (recovery),
+	// whose start starts the detection clock (detection), or after whose
+	// end unroutable time counts (unroutable with afterFaultEnd); default
+	// the fault of the window.
 	Fault string `yaml:"fault,omitempty" json:"fault,omitempty"`
+	// MaxDuration bounds a span of time: the longest interval with no ready
+	// endpoint (unroutable) or the time from the fault's start to its
+	// replicas going unready (detection).
+	MaxDuration *Duration `yaml:"maxDuration,omitempty" json:"maxDuration,omitempty"`
+	// AfterFaultEnd counts only the unroutable time after the fault ended
+	// (unroutable); default false: all of it in the window.
+	AfterFaultEnd *bool `yaml:"afterFaultEnd,omitempty" json:"afterFaultEnd,omitempty"`
 
 	// MaxP99Ratio bounds the window p99 / baseline p99 (isolation).
 	MaxP99Ratio *float64 `yaml:"maxP99Ratio,omitempty" json:"maxP99Ratio,omitempty"`

@@ -30,9 +30,9 @@ var (
 	FaultStreams   = []string{"both", "downstream", "upstream"}
 	RetryPolicies  = []string{string(RetryFixed), string(RetryNone), string(RetryAfter)}
 	StopActions    = []string{string(StopAbort), string(StopEndFaults), string(StopLoad), string(StopWarn)}
-	AssertionTypes = []string{string(AssertEndpointRemoval), string(AssertErrorRate), string(AssertFlaps), string(AssertIsolation),
+	AssertionTypes = []string{string(AssertDetection), string(AssertEndpointRemoval), string(AssertErrorRate), string(AssertFlaps), string(AssertIsolation),
 		string(AssertLatency), string(AssertMetric), string(AssertReady), string(AssertRecovery), string(AssertRestarts),
-		string(AssertShed), string(AssertThroughput)}
+		string(AssertShed), string(AssertThroughput), string(AssertUnroutable)}
 	StatusClasses  = []string{"4xx", "5xx", "any", "errors", "non-2xx"}
 	MetricOps      = []string{"!=", "<", "<=", "==", ">", ">="}
 	TargetsFormats = []string{"http", "json"}
@@ -71,6 +71,8 @@ var assertionFields = map[AssertionType][]string{
 	AssertMetric:          {"!metric", "!op", "!value", "labels"},
 	AssertIsolation:       {"!stream", "maxP99Ratio", "maxErrorRateDelta"},
 	AssertReady:           {"!service", "!minReady"},
+	AssertUnroutable:      {"!service", "!maxDuration", "afterFaultEnd", "fault"},
+	AssertDetection:       {"!service", "!maxDuration", "fault", "percentile"},
 }
 
 var (
@@ -1087,6 +1089,22 @@ func (v *validator) assertions() {
 		}
 		if a.Within != nil && a.Within.D() <= 0 {
 			v.errorf(p+".within", "within must be above 0")
+		}
+		if a.MaxDuration != nil && a.MaxDuration.D() < 0 {
+			v.errorf(p+".maxDuration", "maxDuration must not be negative")
+		}
+		if a.Fault != "" && a.Type != AssertRecovery && !faults[a.Fault] {
+			v.errorf(p+".fault", "no fault named %q%s", a.Fault, knownNames(mapKeys(faults)))
+		}
+		// Which fault: named, the window's, or the scenario's only one.
+		faultKnown := a.Fault != "" || len(s.Faults) == 1 ||
+			strings.HasPrefix(a.Window, "fault:") || strings.HasPrefix(a.Window, "recovery:")
+		switch {
+		case faultKnown:
+		case a.Type == AssertDetection:
+			v.errorf(p, "a detection assertion needs fault (whose start starts the clock), or a fault:<name> or recovery:<name> window")
+		case a.Type == AssertUnroutable && a.AfterFaultEnd != nil && *a.AfterFaultEnd:
+			v.errorf(p+".afterFaultEnd", "afterFaultEnd needs fault (after whose end to count), or a fault:<name> or recovery:<name> window")
 		}
 		switch a.Type {
 		case AssertRecovery:

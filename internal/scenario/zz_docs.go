@@ -52,10 +52,12 @@ var typeDocs = map[string]string{
 }
 
 var fieldDocs = map[string]string{
-	"Assertion.fault":                       "Fault names the fault whose end starts the recovery clock; default the fault of the window.",
+	"Assertion.afterFaultEnd":               "AfterFaultEnd counts only the unroutable time after the fault ended (unroutable); default false: all of it in the window.",
+	"Assertion.fault":                       "Fault names the fault whose end starts the recovery clock (recovery), whose start starts the detection clock (detection), or after whose end unroutable time counts (unroutable with afterFaultEnd); default the fault of the window.",
 	"Assertion.hold":                        "Hold is how long the recovery condition must keep holding; default 2s.",
 	"Assertion.labels":                      "Labels select series of Metric (all must match).",
 	"Assertion.max":                         "Max is a count bound (restarts, flaps).",
+	"Assertion.maxDuration":                 "MaxDuration bounds a span of time: the longest interval with no ready endpoint (unroutable) or the time from the fault's start to its replicas going unready (detection).",
 	"Assertion.maxErrorRateDelta":           "MaxErrorRateDelta bounds the window error rate minus baseline (isolation).",
 	"Assertion.maxLatency":                  "MaxLatency is a latency bound (latency, endpoint-removal, shed).",
 	"Assertion.maxP99Ratio":                 "MaxP99Ratio bounds the window p99 / baseline p99 (isolation).",
@@ -65,7 +67,7 @@ var fieldDocs = map[string]string{
 	"Assertion.minReady":                    "MinReady is the minimum ready replicas (ready).",
 	"Assertion.name":                        "Name is unique; it names the JUnit test case. Default: type-window.",
 	"Assertion.op":                          "Op compares the metric with Value: <, <=, >, >=, ==, !=.",
-	"Assertion.percentile":                  "Percentile for latency and endpoint-removal; default p99.",
+	"Assertion.percentile":                  "Percentile for latency and endpoint-removal (default p99), and over the replicas' detection times for detection (default p100: the last replica).",
 	"Assertion.retryAfter":                  "RetryAfter requires every shed response to carry Retry-After (shed).",
 	"Assertion.service":                     "Service names a service (restarts, endpoint-removal, flaps, ready).",
 	"Assertion.source":                      "Source names a spec clause this assertion proves (e.g. INV-BH-02).",
