@@ -104,3 +104,52 @@ func TestReportCommandBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestReportFindingsOfOlderRun: `drill report` of a run.json recorded
+// before findings existed (a real orders-db-brownout run whose generator
+// fell behind on a busy machine, hence exit 4) prints findings and writes
+// them into the new run.json.
+func TestReportFindingsOfOlderRun(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "findings", "testdata", "orders-db-brownout.run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(src, []byte(`"findings"`)) {
+		t.Fatal("the recorded run already has findings; it must predate them")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.json")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), &out, &errOut, []string{"report", path}, nil)
+	if code != exitcode.InvalidMeasurement {
+		t.Fatalf("exit %d, want 4 (the recorded run was invalid)\n%s%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{
+		"\nFINDINGS\n",
+		"WARNING  order-gateway had no ready replica in the local Service for 8.5 s (t=36.5-45.0 s), 7.6 s of it after pg-pause ended",
+		"FINDINGS  1 warning, 1 notice: read FINDINGS above",
+		"11µs (local Service)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	r, err := record.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FindingsSchema == "" || len(r.Findings) == 0 {
+		t.Errorf("rewritten run.json has no findings (schema %q)", r.FindingsSchema)
+	}
+	junit, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil || !bytes.Contains(junit, []byte(`<testcase name="findings"`)) {
+		t.Errorf("junit.xml has no findings case (%v)", err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !bytes.Contains(html, []byte("Findings: what happened")) {
+		t.Errorf("report.html has no findings box (%v)", err)
+	}
+}
