@@ -239,6 +239,7 @@ func Compute(in Input) []Finding {
 			out = append(out, c.errorsByPhase(name, f)...)
 		}
 	}
+	out = append(out, c.claims()...)
 	slices.SortStableFunc(out, func(a, b Finding) int {
 		return cmp.Compare(a.Severity.rank(), b.Severity.rank())
 	})

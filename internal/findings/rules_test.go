@@ -217,6 +217,25 @@ func TestSeverityRules(t *testing.T) {
 			r.route(25, "order-gateway-2", false)
 			return r
 		}, findings.KindRoutingLag, findings.Warning, findings.RuleNotReturned, "1 replica never came back before the run ended (order-gateway-2)"},
+		{"a claim the run contradicts", func() *run {
+			r := ordersShape()
+			r.sc.Claims = []scenario.Claim{{Name: "unready-at-35s", Source: "tutorial", Service: "order-gateway", Fault: "pg-pause",
+				Figure: scenario.ClaimDetectionLast, Value: scenario.Duration{Duration: sec(5)}}}
+			return r
+		}, findings.KindClaim, findings.Notice, findings.RuleClaimMismatch,
+			"claim unready-at-35s (tutorial): order-gateway detection-last 5.0 s after pg-pause began; measured 15.0 s (differs by +10.0 s, tolerance 1.0 s)"},
+		{"a claim the run agrees with", func() *run {
+			r := ordersShape()
+			r.sc.Claims = []scenario.Claim{{Name: "back", Service: "order-gateway", Fault: "pg-pause",
+				Figure: scenario.ClaimBackFirst, Value: scenario.Duration{Duration: sec(10.5)}}}
+			return r
+		}, findings.KindClaim, findings.Info, "", "measured 11.0 s (agrees, tolerance 1.0 s)"},
+		{"a claim never measured", func() *run {
+			r := newRun()
+			r.sc.Claims = []scenario.Claim{{Name: "left", Service: "order-gateway", Fault: "pg-pause",
+				Figure: scenario.ClaimLeftFirst, Value: scenario.Duration{Duration: sec(15)}}}
+			return r
+		}, findings.KindClaim, findings.Notice, findings.RuleClaimMismatch, "left-first 15.0 s after pg-pause began; measured: never"},
 		{"no restarts at all", newRun, findings.KindRestarts, findings.Info, "", "order-gateway: no restarts (bring-up included)"},
 		{"shedding by kind", ordersShape, findings.KindShedding, findings.Info, "",
 			"orders after pg-pause (t=35.0-65.0 s): 1,100 of 3,000 requests failed (36.7%): 1,100 503 from the Service with no ready endpoint"},

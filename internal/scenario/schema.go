@@ -36,6 +36,7 @@ func enums() map[string][]string {
 		"Assertion.type":        AssertionTypes,
 		"Assertion.statusClass": StatusClasses,
 		"Assertion.op":          MetricOps,
+		"Claim.figure":          ClaimFigures,
 	}
 }
 

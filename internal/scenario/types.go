@@ -52,6 +52,9 @@ type Scenario struct {
 	StopConditions []StopCondition `yaml:"stopConditions,omitempty" json:"stopConditions,omitempty"`
 	// Assertions are judged after the run, each over one window.
 	Assertions []Assertion `yaml:"assertions,omitempty" json:"assertions,omitempty"`
+	// Claims are times a source document claims (e.g. "unready at T=35 s");
+	// each is reported beside the measured time as a finding, never gated.
+	Claims []Claim `yaml:"claims,omitempty" json:"claims,omitempty"`
 
 	// File is the path the scenario was read from (not part of the YAML).
 	File string `yaml:"-" json:"-"`
@@ -617,6 +620,43 @@ const (
 	AssertUnroutable      AssertionType = "unroutable"       // Service, MaxDuration, AfterFaultEnd, Fault
 	AssertDetection       AssertionType = "detection"        // Service, MaxDuration, Fault, Percentile (default p100)
 )
+
+// ClaimFigure names a routing figure a claim is compared with.
+type ClaimFigure string
+
+// Claim figures, each measured from the fault's start (detection-*,
+// left-*) or end (back-*), over the service's replicas.
+const (
+	ClaimDetectionFirst ClaimFigure = "detection-first" // first replica unready
+	ClaimDetectionLast  ClaimFigure = "detection-last"  // last replica unready
+	ClaimLeftFirst      ClaimFigure = "left-first"      // first replica out of routing
+	ClaimLeftLast       ClaimFigure = "left-last"       // last replica out of routing
+	ClaimBackFirst      ClaimFigure = "back-first"      // first replica back in routing, from the fault's end
+	ClaimBackLast       ClaimFigure = "back-last"       // last replica back in routing, from the fault's end
+)
+
+// Claim is a time a source document claims for a fault, reported beside
+// the one the run measured (a finding of kind claim: notice when they
+// differ by more than Tolerance, info otherwise). Claims never change the
+// exit code; gate with a detection or unroutable assertion.
+type Claim struct {
+	// Name is unique among claims.
+	Name string `yaml:"name" json:"name"`
+	// Source quotes or cites the claim (e.g. "tutorial: unready at T=35s").
+	Source string `yaml:"source,omitempty" json:"source,omitempty"`
+	// Service names the service the claim is about.
+	Service string `yaml:"service" json:"service"`
+	// Fault names the fault the claimed time is measured from.
+	Fault string `yaml:"fault" json:"fault"`
+	// Figure is detection-first, detection-last, left-first, left-last (from
+	// the fault's start), back-first or back-last (from its end).
+	Figure ClaimFigure `yaml:"figure" json:"figure"`
+	// Value is the claimed time from the fault's start (or end, back-*).
+	Value Duration `yaml:"value" json:"value"`
+	// Tolerance is how far the measured time may be from Value and still
+	// agree; default 1s.
+	Tolerance *Duration `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
+}
 
 // Assertion is one check over one window. Which fields apply depends on Type.
 type Assertion struct {

@@ -33,7 +33,9 @@ var (
 	AssertionTypes = []string{string(AssertDetection), string(AssertEndpointRemoval), string(AssertErrorRate), string(AssertFlaps), string(AssertIsolation),
 		string(AssertLatency), string(AssertMetric), string(AssertReady), string(AssertRecovery), string(AssertRestarts),
 		string(AssertShed), string(AssertThroughput), string(AssertUnroutable)}
-	StatusClasses  = []string{"4xx", "5xx", "any", "errors", "non-2xx"}
+	StatusClasses = []string{"4xx", "5xx", "any", "errors", "non-2xx"}
+	ClaimFigures  = []string{string(ClaimBackFirst), string(ClaimBackLast), string(ClaimDetectionFirst), string(ClaimDetectionLast),
+		string(ClaimLeftFirst), string(ClaimLeftLast)}
 	MetricOps      = []string{"!=", "<", "<=", "==", ">", ">="}
 	TargetsFormats = []string{"http", "json"}
 	HTTPSchemes    = []string{"HTTP", "HTTPS"}
@@ -104,6 +106,7 @@ func (s *Scenario) Validate() error {
 	v.observers()
 	v.stopConditions()
 	v.assertions()
+	v.claims()
 	v.references()
 	return v.errs.err(s.File)
 }
@@ -1139,6 +1142,42 @@ func (v *validator) assertions() {
 			if a.Window == WindowBaseline {
 				v.errorf(p+".window", "an isolation assertion compares a window with the baseline; pick another window")
 			}
+		}
+	}
+}
+
+// claims checks each claim's name, service, fault, figure and times.
+func (v *validator) claims() {
+	faults := map[string]bool{}
+	for _, f := range v.s.Faults {
+		faults[f.Name] = true
+	}
+	services := v.serviceNames()
+	seen := map[string]int{}
+	for i, c := range v.s.Claims {
+		p := fmt.Sprintf("claims[%d]", i)
+		switch j, dup := seen[c.Name]; {
+		case c.Name == "":
+			v.errorf(p+".name", "a claim needs a name")
+		case dup:
+			v.errorf(p+".name", "duplicate claim name %q (also claims[%d])", c.Name, j)
+		default:
+			seen[c.Name] = i
+		}
+		if !oneOf(c.Service, services) {
+			v.errorf(p+".service", "no service named %q%s", c.Service, knownNames(services))
+		}
+		if !faults[c.Fault] {
+			v.errorf(p+".fault", "no fault named %q%s", c.Fault, knownNames(mapKeys(faults)))
+		}
+		if !oneOf(string(c.Figure), ClaimFigures) {
+			v.errorf(p+".figure", "%s", unknownValue("claim figure", string(c.Figure), ClaimFigures))
+		}
+		if c.Value.D() < 0 {
+			v.errorf(p+".value", "value must not be negative")
+		}
+		if c.Tolerance != nil && c.Tolerance.D() < 0 {
+			v.errorf(p+".tolerance", "tolerance must not be negative")
 		}
 	}
 }
