@@ -21,7 +21,8 @@
 // [event.Clock], using the same kinds the Kubernetes observer produces:
 // ProbeResult, PodStarted, PodReady, PodUnready, ContainerRestart,
 // EndpointReady, EndpointNotReady, EndpointRemoved, and K8sEvent for the
-// kubelet's Killing and BackOff events.
+// kubelet's Killing, BackOff (CrashLoopBackOff) and Failed (a container
+// that could not be started) events.
 //
 // Every process the package starts, it reaps, on every exit path.
 // Processes are started from one OS thread locked for the life of the

@@ -49,6 +49,10 @@ type Options struct {
 	LogLines int
 	// Source is the Source of emitted events; default "local-runtime".
 	Source string
+
+	// clk schedules probes, back-off and grace periods; nil: the real
+	// clock. Only this package's tests set it.
+	clk clock
 }
 
 func (o Options) withDefaults() Options {
@@ -64,6 +68,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Source == "" {
 		o.Source = DefaultSource
+	}
+	if o.clk == nil {
+		o.clk = realClock{}
 	}
 	return o
 }
@@ -420,7 +427,7 @@ func (r *Replica) startLocked(count int32) (*instance, error) {
 	inst := &instance{
 		cmd:       cmd,
 		pid:       cmd.Process.Pid,
-		started:   time.Now(),
+		started:   r.opt.clk.Now(),
 		logSeq:    seq,
 		startedCh: make(chan struct{}),
 		kill:      make(chan termination, 1),
@@ -466,7 +473,7 @@ func (r *Replica) reap(inst *instance) {
 	}
 	_ = killGroup(inst.pid, syscall.SIGKILL)
 	err := inst.cmd.Wait()
-	inst.finished = time.Now()
+	inst.finished = r.opt.clk.Now()
 	inst.exitDesc = describeExit(inst.cmd, err)
 	close(inst.exited)
 }
@@ -515,7 +522,8 @@ func (r *Replica) setReadyLocked(ready bool, why string) {
 func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 	defer inst.probeWG.Done()
 	ctx := inst.ctx
-	if !sleepCtx(ctx, time.Until(inst.started.Add(spec.initialDelay))) {
+	clk := r.opt.clk
+	if !sleepCtx(ctx, clk, inst.started.Add(spec.initialDelay).Sub(clk.Now())) {
 		return
 	}
 	if idx != idxStartup {
@@ -526,7 +534,7 @@ func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 		}
 	}
 	t := probeTarget{port: r.cfg.Port, env: r.cfg.Env, dir: r.cfg.Dir}
-	tick := time.NewTicker(spec.period)
+	tick := clk.NewTicker(spec.period)
 	defer tick.Stop()
 	for {
 		begin := time.Now()
@@ -538,7 +546,7 @@ func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 			return
 		}
 		select {
-		case <-tick.C:
+		case <-tick.C():
 		case <-ctx.Done():
 			return
 		}
@@ -666,12 +674,12 @@ func (r *Replica) terminate(inst *instance, grace time.Duration) {
 	grace = max(grace, MinGrace)
 	{
 		_ = killGroup(inst.pid, syscall.SIGTERM)
-		t := time.NewTimer(grace)
+		t := r.opt.clk.NewTimer(grace)
 		defer t.Stop()
 		select {
 		case <-inst.exited:
 			return
-		case <-t.C:
+		case <-t.C():
 			r.log.Debug("grace period over; sending SIGKILL", "pid", inst.pid, "grace", grace)
 		case <-r.force:
 		}
@@ -723,7 +731,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 			return nil, false
 		}
 		r.mu.Lock()
-		wait := r.bo.wait(time.Now(), ref)
+		wait := r.bo.wait(r.opt.clk.Now(), ref)
 		if wait > 0 {
 			r.st.State, r.st.Reason = StateWaiting, "CrashLoopBackOff"
 			r.emitLocked(event.Event{Kind: event.K8sEvent, Reason: "BackOff",
@@ -731,7 +739,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 			r.changedLocked()
 		}
 		r.mu.Unlock()
-		if wait > 0 && !sleepStop(r.stopCh, wait) {
+		if wait > 0 && !sleepStop(r.stopCh, r.opt.clk, wait) {
 			r.mu.Lock()
 			r.st.State, r.st.Reason = StateTerminated, ""
 			r.changedLocked()
@@ -739,7 +747,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 			return nil, false
 		}
 		r.mu.Lock()
-		r.bo.next(time.Now(), ref)
+		r.bo.next(r.opt.clk.Now(), ref)
 		r.prevFinish = prev.finished
 		count := r.st.RestartCount + 1
 		r.emitLocked(event.Event{Kind: event.ContainerRestart, RestartCount: count, Probe: cause.probe,
@@ -750,14 +758,17 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 			return inst, true
 		}
 		// Could not start (e.g. the binary vanished): the kubelet counts a
-		// failed start as a run that ended at once, and backs off.
+		// failed start as a run that ended at once, backs off, and says so
+		// in a Failed event.
+		r.emitLocked(event.Event{Kind: event.K8sEvent, Reason: "Failed", RestartCount: count,
+			Detail: fmt.Sprintf("Error: failed to start container %s: %v", r.cfg.Container, err)})
 		r.st.RestartCount = count
 		r.st.LastTermination = err.Error()
-		r.st.LastTerminated = &Termination{ExitCode: 128, Reason: "StartError", Message: err.Error(), FinishedAt: time.Now()}
+		now := r.opt.clk.Now()
+		r.st.LastTerminated = &Termination{ExitCode: 128, Reason: "StartError", Message: err.Error(), FinishedAt: now}
 		r.st.State, r.st.Reason = StateWaiting, "StartError"
 		r.changedLocked()
 		r.mu.Unlock()
-		now := time.Now()
 		prev = &instance{finished: now, logSeq: r.logs.mark("[drill] " + err.Error())}
 		cause = termination{reason: "StartError: " + err.Error()}
 		ref = now
@@ -765,27 +776,27 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 	}
 }
 
-// sleepCtx sleeps for d; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// sleepCtx sleeps for d on clk; false if ctx ended first.
+func sleepCtx(ctx context.Context, clk clock, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	t := time.NewTimer(d)
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-ctx.Done():
 		return false
 	}
 }
 
-// sleepStop sleeps for d; false if stop was closed first.
-func sleepStop(stop <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
+// sleepStop sleeps for d on clk; false if stop was closed first.
+func sleepStop(stop <-chan struct{}, clk clock, d time.Duration) bool {
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-stop:
 		return false
