@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,7 +108,25 @@ type ReplicaStatus struct {
 	// LastTerminated describes how the previous instance ended, as the
 	// kubelet's lastState.terminated (nil if none has ended yet).
 	LastTerminated *Termination `json:"lastTerminated,omitempty"`
+	// WrongPort says that the replica's probes are refused on its port
+	// while its processes listen on other TCP ports, e.g. "replica app-0
+	// listens on 127.0.0.1:8080, not on its port 127.0.0.1:41234 given in
+	// $PORT; ..." ("" when that is not the case).
+	WrongPort string `json:"wrongPort,omitempty"`
+	// WrongPortProbes counts the probes in a row that found WrongPort.
+	WrongPortProbes int `json:"wrongPortProbes,omitempty"`
 }
+
+// ErrListensElsewhere is wrapped by the errors that stop waiting for a
+// replica whose probes were refused [PortMismatchProbes] times in a row
+// while its processes listened on other ports.
+var ErrListensElsewhere = errors.New("the replica listens on another port than the one it was given")
+
+// PortMismatchProbes is how many probes in a row must be refused while the
+// replica's processes listen on other TCP ports before
+// [Service.WaitReady] gives up on it (a program that opens an admin port
+// before its main one is not condemned by one early probe).
+const PortMismatchProbes = 3
 
 // Termination is how one container instance ended, with the fields of
 // core/v1 ContainerStateTerminated.
@@ -166,6 +186,9 @@ type ReplicaConfig struct {
 	Dir string
 	// Port is the TCP port the process listens on (probes go to 127.0.0.1:Port).
 	Port int
+	// PortEnv names the environment variable in Env that hands the process
+	// its port, for messages; default "PORT".
+	PortEnv string
 	// Probes are the container's probes; zero fields get Kubernetes defaults.
 	Probes scenario.Probes
 	// Grace is the SIGTERM to SIGKILL grace (terminationGracePeriodSeconds);
@@ -251,6 +274,10 @@ type instance struct {
 	// Set before exited is closed.
 	finished time.Time
 	exitDesc string
+
+	// portNoted: the PortMismatch event of this instance was emitted
+	// (under the replica's lock).
+	portNoted bool
 }
 
 // termination says why an instance ended.
@@ -283,6 +310,9 @@ func NewReplica(cfg ReplicaConfig) (*Replica, error) {
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
+	}
+	if cfg.PortEnv == "" {
+		cfg.PortEnv = "PORT"
 	}
 	if cfg.Sink == nil {
 		cfg.Sink = event.SinkFunc(func(event.Event) {})
@@ -542,7 +572,12 @@ func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 		if ctx.Err() != nil {
 			return // the container went away during the probe: no result
 		}
-		if !r.recordProbe(inst, idx, spec, ok, detail, time.Since(begin)) {
+		took := time.Since(begin)
+		var elsewhere []netip.AddrPort
+		if !ok && spec.exec == nil && strings.Contains(detail, "connection refused") {
+			elsewhere = r.listensElsewhere(inst)
+		}
+		if !r.recordProbe(inst, idx, spec, ok, detail, took, elsewhere) {
 			return
 		}
 		select {
@@ -555,13 +590,14 @@ func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 
 // recordProbe applies one probe result; it reports whether the probe
 // should keep running.
-func (r *Replica) recordProbe(inst *instance, idx int, spec *probeSpec, ok bool, detail string, took time.Duration) bool {
+func (r *Replica) recordProbe(inst *instance, idx int, spec *probeSpec, ok bool, detail string, took time.Duration, elsewhere []netip.AddrPort) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cur != inst || inst.ctx.Err() != nil {
 		return false
 	}
 	r.emitLocked(event.Event{Kind: event.ProbeResult, Probe: spec.kind, OK: ok, Detail: detail, Value: took.Seconds()})
+	r.notePortLocked(inst, elsewhere)
 	if !ok {
 		r.st.LastProbeFailure = spec.kind + ": " + detail
 	}
@@ -595,6 +631,52 @@ func (r *Replica) recordProbe(inst *instance, idx int, spec *probeSpec, ok bool,
 			r.setReadyLocked(false, fmt.Sprintf("readiness probe failed %d times: %s", t.run, detail))
 		}
 		return true
+	}
+}
+
+// listensElsewhere returns the TCP addresses inst's processes listen on
+// when none of them is the replica's port (nil otherwise, or when /proc
+// cannot tell).
+func (r *Replica) listensElsewhere(inst *instance) []netip.AddrPort {
+	addrs, err := listeners(inst.pid)
+	if err != nil {
+		r.log.Debug("could not read the replica's listening sockets", "err", err)
+		return nil
+	}
+	for _, a := range addrs {
+		if int(a.Port()) == r.cfg.Port {
+			return nil
+		}
+	}
+	return addrs
+}
+
+// notePortLocked records whether the latest probe was refused while the
+// processes listen elsewhere: the first time per instance as a
+// PortMismatch note event and a warning, and in the status, where
+// [Service.WaitReady] finds it.
+func (r *Replica) notePortLocked(inst *instance, elsewhere []netip.AddrPort) {
+	if len(elsewhere) == 0 {
+		r.st.WrongPort, r.st.WrongPortProbes = "", 0
+		return
+	}
+	at := make([]string, len(elsewhere))
+	for i, a := range elsewhere {
+		at[i] = a.String()
+	}
+	msg := fmt.Sprintf("replica %s listens on %s, not on its port 127.0.0.1:%d given in $%s; "+
+		"set services[].port.env (and port.format) to the variable and form the program reads its listen address from, or make it listen on $%s",
+		r.cfg.Pod, strings.Join(at, " and "), r.cfg.Port, r.cfg.PortEnv, r.cfg.PortEnv)
+	r.st.WrongPort = msg
+	r.st.WrongPortProbes++
+	if !inst.portNoted {
+		inst.portNoted = true
+		r.log.Warn(msg)
+		r.emitLocked(event.Event{Kind: event.Note, Reason: "PortMismatch", Detail: msg,
+			Address: "127.0.0.1:" + strconv.Itoa(r.cfg.Port)})
+	}
+	if r.st.WrongPortProbes == PortMismatchProbes {
+		r.changedLocked()
 	}
 }
 
