@@ -193,3 +193,61 @@ streams:
 		t.Errorf("took %s to give up", took)
 	}
 }
+
+// TestRunStartupRestartsFail: replicas that crash while coming up (once
+// each, then run and turn ready) make a restarts assertion over run fail,
+// and the summary says what happened before load.
+func TestRunStartupRestartsFail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a short drill")
+	}
+	dir := t.TempDir()
+	sc := writeScenario(t, dir, `apiVersion: drill.dev/v1alpha1
+kind: Scenario
+metadata:
+  name: startup-restarts
+timeline:
+  duration: 2s
+dependencies:
+  - name: stub
+    httpStub: {}
+services:
+  - name: app
+    command: [sh, -c, 'm="{{dir}}/ran-$$REPLICA_INDEX"; if [ ! -f "$m" ]; then touch "$m"; echo "migration race lost"; exit 1; fi; touch "{{dir}}/ready-$$REPLICA_INDEX"; exec sleep 300']
+    replicas: 2
+    probes:
+      readinessProbe:
+        exec:
+          command: [sh, -c, 'test -f "{{dir}}/ready-$REPLICA_INDEX"']
+        periodSeconds: 1
+streams:
+  - name: s
+    targets:
+      - url: ${dependencies.stub.url}/
+    rate: 5/s
+assertions:
+  - type: restarts
+    service: app
+    max: 0
+`)
+	var out bytes.Buffer
+	opts := runOptions(t, sc, &out)
+	res, err := Run(context.Background(), opts)
+	if res.Code == exitcode.InvalidMeasurement {
+		t.Skipf("generator behind schedule on this machine, no verdict: %v", err)
+	}
+	if res.Code != exitcode.AssertionFailed || res.Record == nil {
+		t.Fatalf("code %d, err %v; want 1\n%s", res.Code, err, out.String())
+	}
+	if r := res.Record.Results[0]; r.Figure.Text != "2 restarts" {
+		t.Errorf("restarts-run: %s (%s)", r.Figure.Text, r.Message)
+	}
+	for _, want := range []string{
+		"STARTUP   app: 2 restarts before load (app-0: 1, app-1: 1); first: container exited with code 1 (Error)",
+		"FAIL     restarts-run",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
