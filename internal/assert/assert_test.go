@@ -95,6 +95,22 @@ func TestRestarts(t *testing.T) {
 		event.Event{At: 28500 * ms1, Kind: event.PodCreated, Service: "order-gateway", Pod: "og-3"},
 	)
 	outside := append(bringUp(), event.Event{At: -5 * sec, Kind: event.ContainerRestart, Service: "order-gateway", Pod: "og-0", RestartCount: 1})
+	// Replicas racing to migrate crash while coming up: a crash loop on
+	// og-0 (one failed start) and one crash of og-1, all before load.
+	crashLoop := append(bringUp(),
+		event.Event{At: -9 * sec, Kind: event.ContainerRestart, Service: "order-gateway", Pod: "og-0", Container: "app", RestartCount: 1,
+			Reason: "container exited with code 1 (Error)"},
+		event.Event{At: -9 * sec, Kind: event.K8sEvent, Service: "order-gateway", Pod: "og-0", Reason: "BackOff"},
+		event.Event{At: -7 * sec, Kind: event.ContainerRestart, Service: "order-gateway", Pod: "og-0", Container: "app", RestartCount: 2},
+		event.Event{At: -7 * sec, Kind: event.K8sEvent, Service: "order-gateway", Pod: "og-0", Reason: "Failed"},
+		event.Event{At: -6 * sec, Kind: event.ContainerRestart, Service: "order-gateway", Pod: "og-1", Container: "app", RestartCount: 1},
+	)
+	crashLoop = append(crashLoop, faultEvents()...)
+	run0 := scenario.Assertion{Type: scenario.AssertRestarts, Service: "order-gateway", Window: "run"}
+	runNoStartup := run0
+	runNoStartup.IncludeStartup = boolp(false)
+	faultWithStartup := scenario.Assertion{Type: scenario.AssertRestarts, Service: "order-gateway", Window: "fault:db-pause",
+		IncludeStartup: boolp(true)}
 	max1 := scenario.Assertion{Type: scenario.AssertRestarts, Service: "order-gateway", Window: "fault:db-pause", Max: intp(1)}
 	zero := scenario.Assertion{Type: scenario.AssertRestarts, Service: "order-gateway", Window: "fault:db-pause"}
 	span := zero
@@ -116,6 +132,17 @@ func TestRestarts(t *testing.T) {
 			extra: []string{"pods replaced=1 pod"}},
 		{name: "restart during bring-up is outside the window", events: outside, a: zero, verdict: Pass, figure: "0 restarts", value: f64(0)},
 		{name: "range window from fault start to recovery end", events: naiveEvents(), a: span, verdict: Fail, figure: "1 restart", value: f64(1)},
+		{name: "restarts before load count over the run window by default", events: crashLoop, a: run0, verdict: Fail,
+			figure: "3 restarts", value: f64(3), contains: []string{"3 restarts of order-gateway in run, 3 of them before load"},
+			evidence: []string{"og-0 app restarted (restartCount 1) in bring-up; cause: container exited with code 1 (Error)",
+				"og-1 app restarted (restartCount 1) in bring-up"},
+			extra: []string{"before load=3 restarts", "pods replaced=0 pods"}},
+		{name: "pods created at bring-up are no restarts over run", events: correctEvents(), a: run0, verdict: Pass,
+			figure: "0 restarts", value: f64(0)},
+		{name: "includeStartup false leaves them out and says so", events: crashLoop, a: runNoStartup, verdict: Pass,
+			figure: "0 restarts", contains: []string{"3 more restarts before load not counted (includeStartup is false)"}},
+		{name: "includeStartup true adds them to another window", events: crashLoop, a: faultWithStartup, verdict: Fail,
+			figure: "3 restarts", contains: []string{"in fault:db-pause, 3 of them before load"}},
 		{name: "unobserved service is an error, not a pass", events: correctEvents(),
 			a:       scenario.Assertion{Type: scenario.AssertRestarts, Service: "payment-core", Window: "run"},
 			verdict: Error, contains: []string{`no pod events for service "payment-core"`, "services observed: order-gateway"}},

@@ -66,11 +66,33 @@ func servicePods(in *input, a scenario.Assertion, r *Result) (map[string]bool, b
 // restartCount rises (ContainerRestart events, by how much the count rose)
 // plus pods replaced (the larger of pods deleted and pods created in the
 // window). DESIGN section 4: zero restarts means both counts stay flat.
+// With IncludeStartup (default: over the run window only) the container
+// restarts (crash loops and failed starts included) and pod deletions
+// before load (negative times) count too, so replicas that crashed while
+// coming up cannot pass as "0 restarts"; pods created before load are the
+// bring-up itself and never count.
 // Bound: Max (default 0).
 func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 	pods, ok := servicePods(in, a, r)
 	if !ok {
 		return
+	}
+	include := r.Window == scenario.WindowRun
+	if a.IncludeStartup != nil {
+		include = *a.IncludeStartup
+	}
+	var startup, startupSkipped int
+	counted := func(at time.Duration, n int) bool {
+		switch {
+		case inWindow(in.win, at):
+			return true
+		case at < 0 && include:
+			startup += n
+			return true
+		case at < 0:
+			startupSkipped += n
+		}
+		return false
 	}
 	max := 0
 	if a.Max != nil {
@@ -98,7 +120,7 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 			if prev, ok := lastCount[key]; !ok || e.RestartCount > prev {
 				lastCount[key] = e.RestartCount
 			}
-			if !inWindow(in.win, e.At) {
+			if !counted(e.At, n) {
 				continue
 			}
 			restarts += n
@@ -107,7 +129,7 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 				Detail: restartDetail(in, e, n),
 			})
 		case event.PodDeleted:
-			if !inWindow(in.win, e.At) {
+			if !counted(e.At, 1) {
 				continue
 			}
 			deleted++
@@ -117,6 +139,7 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 			}
 			r.Evidence = append(r.Evidence, Evidence{At: e.At, Pod: e.Pod, Detail: d, Logs: tail(e.Logs, maxLogLines)})
 		case event.PodCreated:
+			// Pods created before load are the bring-up, not replacements.
 			if !inWindow(in.win, e.At) {
 				continue
 			}
@@ -136,8 +159,16 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 		countFigure("pods replaced", replaced, "pod"),
 	}
 	r.Verdict = verdict(total <= max)
+	where := r.Window
+	if startup > 0 {
+		where += fmt.Sprintf(", %d of them before load", startup)
+		r.Extra = append(r.Extra, countFigure("before load", startup, "restart"))
+	}
 	r.Message = fmt.Sprintf("%s of %s in %s (%s, %s replaced); bound %s",
-		plural(total, "restart"), a.Service, r.Window, plural(restarts, "container restart"), plural(replaced, "pod"), r.Bound)
+		plural(total, "restart"), a.Service, where, plural(restarts, "container restart"), plural(replaced, "pod"), r.Bound)
+	if startupSkipped > 0 {
+		r.Message += fmt.Sprintf("; %s before load not counted (includeStartup is false)", plural(startupSkipped, "more restart"))
+	}
 	if len(r.Evidence) > 0 && r.Verdict == Fail {
 		r.Message += "; first: " + r.Evidence[0].Pod + " " + r.Evidence[0].Detail
 	}

@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
 	"github.com/drillhq/drill/internal/report"
@@ -133,5 +135,38 @@ func TestWriteAllReportsUnwritableDirectory(t *testing.T) {
 	err := report.WriteAll(filepath.Join(f, "sub"), recordtest.Run(recordtest.Options{Scale: 50}))
 	if err == nil || !strings.Contains(err.Error(), "create report directory") {
 		t.Errorf("WriteAll into a file: %v", err)
+	}
+}
+
+// TestSummaryStartup: restarts, crash-loop back-offs and failed starts
+// before load get a STARTUP line per service; a clean bring-up gets none.
+func TestSummaryStartup(t *testing.T) {
+	run := recordtest.Run(recordtest.Options{Scale: 10})
+	var clean bytes.Buffer
+	if err := report.Summary(&clean, run); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(clean.String(), "STARTUP") {
+		t.Errorf("a clean bring-up has a STARTUP line:\n%s", clean.String())
+	}
+	s := time.Second
+	run.Events = append(run.Events,
+		event.Event{At: -9 * s, Kind: event.ContainerRestart, Service: "payment-core", Pod: "payment-core-0", RestartCount: 1,
+			Reason: "container exited with code 1 (Error)"},
+		event.Event{At: -9 * s, Kind: event.K8sEvent, Service: "payment-core", Pod: "payment-core-0", Reason: "BackOff"},
+		event.Event{At: -7 * s, Kind: event.ContainerRestart, Service: "payment-core", Pod: "payment-core-0", RestartCount: 2},
+		event.Event{At: -7 * s, Kind: event.K8sEvent, Service: "payment-core", Pod: "payment-core-0", Reason: "Failed"},
+		event.Event{At: -6 * s, Kind: event.ContainerRestart, Service: "payment-core", Pod: "payment-core-1", RestartCount: 1},
+		// After load started: not a startup restart.
+		event.Event{At: 3 * s, Kind: event.ContainerRestart, Service: "payment-core", Pod: "payment-core-2", RestartCount: 1},
+	)
+	var buf bytes.Buffer
+	if err := report.Summary(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	want := "\nSTARTUP   payment-core: 3 restarts before load (payment-core-0: 2, payment-core-1: 1), " +
+		"1 CrashLoopBackOff wait, 1 failed start; first: container exited with code 1 (Error)\n"
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, buf.String())
 	}
 }

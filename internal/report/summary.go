@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -96,6 +97,9 @@ func Summary(w io.Writer, run *record.Run) error {
 	writeFindings(ew, run.Findings)
 
 	fmt.Fprintln(ew)
+	for _, l := range startupLines(run.Events) {
+		fmt.Fprintf(ew, "STARTUP   %s\n", l)
+	}
 	if run.Validity.Valid() {
 		fmt.Fprintln(ew, "VALIDITY  ok: the load generator kept its schedule and every fault was on the path")
 	} else {
@@ -168,12 +172,80 @@ func countSeverity(fs []findings.Finding) (warnings, notices int) {
 	return warnings, notices
 }
 
-// plural renders "1 warning", "2 warnings".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
+// startupLines says, one line per service, what went wrong with its
+// replicas before load started (events at negative times): container
+// restarts per pod, CrashLoopBackOff back-offs, failed starts, and the
+// first restart's cause. Services that came up cleanly get no line.
+func startupLines(events []event.Event) []string {
+	type tally struct {
+		restarts, backoffs, failed int
+		perPod                     map[string]int
+		first                      string
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	by := map[string]*tally{}
+	get := func(svc string) *tally {
+		t := by[svc]
+		if t == nil {
+			t = &tally{perPod: map[string]int{}}
+			by[svc] = t
+		}
+		return t
+	}
+	for _, e := range events {
+		if e.At >= 0 {
+			continue
+		}
+		switch {
+		case e.Kind == event.ContainerRestart:
+			t := get(e.Service)
+			t.restarts++
+			t.perPod[e.Pod]++
+			if t.first == "" && e.Reason != "" {
+				t.first = e.Reason
+			}
+		case e.Kind == event.K8sEvent && e.Reason == "BackOff":
+			get(e.Service).backoffs++
+		case e.Kind == event.K8sEvent && e.Reason == "Failed":
+			get(e.Service).failed++
+		}
+	}
+	svcs := make([]string, 0, len(by))
+	for s := range by {
+		svcs = append(svcs, s)
+	}
+	sort.Strings(svcs)
+	var out []string
+	for _, svc := range svcs {
+		t := by[svc]
+		name := svc
+		if name == "" {
+			name = "(unnamed service)"
+		}
+		pods := make([]string, 0, len(t.perPod))
+		for p := range t.perPod {
+			pods = append(pods, p)
+		}
+		sort.Strings(pods)
+		var per []string
+		for _, p := range pods {
+			per = append(per, fmt.Sprintf("%s: %d", p, t.perPod[p]))
+		}
+		line := fmt.Sprintf("%s: %s before load", name, plural(t.restarts, "restart"))
+		if len(per) > 0 {
+			line += " (" + strings.Join(per, ", ") + ")"
+		}
+		if t.backoffs > 0 {
+			line += ", " + plural(t.backoffs, "CrashLoopBackOff wait")
+		}
+		if t.failed > 0 {
+			line += ", " + plural(t.failed, "failed start")
+		}
+		if t.first != "" {
+			line += "; first: " + t.first
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // verdictWord renders a verdict for the terminal.
@@ -297,4 +369,12 @@ func loadEnd(run *record.Run) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// plural writes n and noun, adding "s" unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

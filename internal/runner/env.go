@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -175,32 +176,117 @@ func (r *run) startToxiproxy(ctx context.Context) error {
 	return nil
 }
 
-// serviceCommand is the argv that runs one replica of s.
-func (r *run) serviceCommand(s scenario.Service) []string {
+// serviceCommand is the argv that runs one replica of s: the reference
+// service's `drill serve` command or s.Command, then s.Args, each expanded
+// like every other string value (${...} filled, $$ written as $).
+func (r *run) serviceCommand(s scenario.Service) ([]string, error) {
 	var argv []string
 	if s.Reference != "" {
 		argv = []string{r.opts.Executable, "serve", s.Reference, "--build", s.Build}
 	} else {
-		argv = append(argv, s.Command...)
+		cmd, err := r.expandAll(fmt.Sprintf("services[%s].command", s.Name), s.Command)
+		if err != nil {
+			return nil, err
+		}
+		argv = cmd
 	}
-	return append(argv, s.Args...)
+	args, err := r.expandAll(fmt.Sprintf("services[%s].args", s.Name), s.Args)
+	if err != nil {
+		return nil, err
+	}
+	return append(argv, args...), nil
+}
+
+// expandAll expands each string of list; field names the list.
+func (r *run) expandAll(field string, list []string) ([]string, error) {
+	out := make([]string, len(list))
+	for i, v := range list {
+		x, err := r.expand(fmt.Sprintf("%s[%d]", field, i), v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+// expandEnv expands the values of env; field names the map.
+func (r *run) expandEnv(field string, env map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(env))
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := r.expand(field+"."+k, env[k])
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// runSetup runs s's setup step with drill's environment, the service's env
+// (already expanded) and the step's own, its output in
+// <logDir>/<service>-setup.log. A failed step is exit 3.
+func (r *run) runSetup(ctx context.Context, s scenario.Service, svcEnv map[string]string, logDir string) error {
+	st := s.Setup
+	field := fmt.Sprintf("services[%s].setup", s.Name)
+	cmd, err := r.expandAll(field+".command", st.Command)
+	if err != nil {
+		return err
+	}
+	args, err := r.expandAll(field+".args", st.Args)
+	if err != nil {
+		return err
+	}
+	own, err := r.expandEnv(field+".env", st.Env)
+	if err != nil {
+		return err
+	}
+	env := os.Environ()
+	for _, m := range []map[string]string{svcEnv, own} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			env = append(env, k+"="+m[k])
+		}
+	}
+	spec := runtime.SetupSpec{
+		Service: s.Name,
+		Command: append(cmd, args...),
+		Env:     env,
+		Timeout: st.Timeout.D(),
+		LogPath: filepath.Join(logDir, s.Name+"-setup.log"),
+	}
+	r.log.Info("running setup", "service", s.Name, "log", spec.LogPath)
+	if err := runtime.RunSetup(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name)); err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("service %s not started: %w", s.Name, err))
+	}
+	return nil
 }
 
 func (r *run) startService(ctx context.Context, s scenario.Service) error {
 	// scenario.Load already merged the manifest's probes (inline ones win).
 	probes := s.Probes
-	env := map[string]string{}
-	keys := make([]string, 0, len(s.Env))
-	for k := range s.Env {
-		keys = append(keys, k)
+	env, err := r.expandEnv(fmt.Sprintf("services[%s].env", s.Name), s.Env)
+	if err != nil {
+		return err
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v, err := r.expand(fmt.Sprintf("services[%s].env.%s", s.Name, k), s.Env[k])
-		if err != nil {
+	argv, err := r.serviceCommand(s)
+	if err != nil {
+		return err
+	}
+	logDir := filepath.Join(r.outDir(), "logs")
+	if s.Setup != nil {
+		if err := r.runSetup(ctx, s, env, logDir); err != nil {
 			return err
 		}
-		env[k] = v
 	}
 	grace := 30 * time.Second
 	if s.TerminationGracePeriodSeconds != nil {
@@ -212,13 +298,16 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 	}
 	spec := runtime.ServiceSpec{
 		Name:     s.Name,
-		Command:  r.serviceCommand(s),
+		Command:  argv,
 		Env:      env,
 		Replicas: replicas,
 		Probes:   probes,
 		Grace:    grace,
 		Listen:   s.Listen,
-		LogDir:   filepath.Join(r.outDir(), "logs"),
+		LogDir:   logDir,
+	}
+	if s.Port != nil {
+		spec.PortEnv, spec.PortFormat = s.Port.Env, s.Port.Format
 	}
 	r.log.Info("starting service", "service", s.Name, "replicas", replicas, "command", fmt.Sprint(spec.Command))
 	svc, err := runtime.Start(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name))
@@ -252,6 +341,9 @@ func (r *run) waitReady(ctx context.Context) error {
 		}
 		r.log.Info("waiting for replicas to be ready", "service", s.Name, "replicas", n, "timeout", timeout)
 		if err := svc.WaitReady(ctx, n); err != nil {
+			if errors.Is(err, runtime.ErrListensElsewhere) {
+				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("service %s cannot become ready: %w", s.Name, err))
+			}
 			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("service %s did not become ready within %s: %w", s.Name, timeout, err))
 		}
 	}

@@ -15,13 +15,19 @@
 //     events. It knows nothing about Services, so a kubelet-like node agent
 //     can reuse it.
 //   - [Service] runs N replicas named <service>-<i> and a reverse proxy that
-//     balances round-robin across the ready ones (503 when none is).
+//     balances round-robin across the ready ones (503 when none is). Replica
+//     i gets its port in $PORT (or the variable and form
+//     [ServiceSpec.PortEnv] and [ServiceSpec.PortFormat] name) and i in
+//     $REPLICA_INDEX; a replica whose probes are refused while it listens
+//     on other ports is named in a PortMismatch note event.
+//   - [RunSetup] runs a service's one-shot setup step before its replicas.
 //
 // Every event goes to an [event.Sink] with a time on the run's
 // [event.Clock], using the same kinds the Kubernetes observer produces:
 // ProbeResult, PodStarted, PodReady, PodUnready, ContainerRestart,
 // EndpointReady, EndpointNotReady, EndpointRemoved, and K8sEvent for the
-// kubelet's Killing and BackOff events.
+// kubelet's Killing, BackOff (CrashLoopBackOff) and Failed (a container
+// that could not be started) events.
 //
 // Every process the package starts, it reaps, on every exit path.
 // Processes are started from one OS thread locked for the life of the

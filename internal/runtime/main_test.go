@@ -34,11 +34,15 @@ func TestMain(m *testing.M) {
 //	                        set an endpoint's answer: a status code, "hang"
 //	                        (sleep 30s), or fail:N (503 for the next N
 //	                        probes, then 200); exit=N exits with code N
+//	/env?name=X             the value of environment variable X
 //	/                       "pid=<pid> port=<port>"
 //
 // Environment: STARTUP, LIVE, READY give initial answers (default 200);
 // EXIT_AFTER (a duration) exits with code 3 after that long; IGNORE_TERM=1
-// ignores SIGTERM; CHILD=1 starts "sleep 300" and prints its pid.
+// ignores SIGTERM; CHILD=1 starts "sleep 300" and prints its pid;
+// LISTEN_ENV names the variable to read the listen address from instead
+// of PORT (a port, host:port or :port, all on 127.0.0.1); LISTEN_ON is an
+// address to listen on whatever it was given.
 func testServer() int {
 	port := os.Getenv("PORT")
 	fmt.Printf("test server pid %d starting on port %s\n", os.Getpid(), port)
@@ -99,10 +103,26 @@ func testServer() int {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	mux.HandleFunc("/env", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, os.Getenv(r.URL.Query().Get("name")))
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "pid=%d port=%s\n", os.Getpid(), port)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	addr := "127.0.0.1:" + port
+	if v := os.Getenv("LISTEN_ENV"); v != "" {
+		addr = os.Getenv(v)
+		switch {
+		case strings.HasPrefix(addr, ":"):
+			addr = "127.0.0.1" + addr
+		case !strings.Contains(addr, ":"):
+			addr = "127.0.0.1:" + addr
+		}
+	}
+	if v := os.Getenv("LISTEN_ON"); v != "" {
+		addr = v
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Println("listen:", err)
 		return 1

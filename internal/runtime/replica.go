@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +51,10 @@ type Options struct {
 	LogLines int
 	// Source is the Source of emitted events; default "local-runtime".
 	Source string
+
+	// clk schedules probes, back-off and grace periods; nil: the real
+	// clock. Only this package's tests set it.
+	clk clock
 }
 
 func (o Options) withDefaults() Options {
@@ -64,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Source == "" {
 		o.Source = DefaultSource
+	}
+	if o.clk == nil {
+		o.clk = realClock{}
 	}
 	return o
 }
@@ -99,7 +108,25 @@ type ReplicaStatus struct {
 	// LastTerminated describes how the previous instance ended, as the
 	// kubelet's lastState.terminated (nil if none has ended yet).
 	LastTerminated *Termination `json:"lastTerminated,omitempty"`
+	// WrongPort says that the replica's probes are refused on its port
+	// while its processes listen on other TCP ports, e.g. "replica app-0
+	// listens on 127.0.0.1:8080, not on its port 127.0.0.1:41234 given in
+	// $PORT; ..." ("" when that is not the case).
+	WrongPort string `json:"wrongPort,omitempty"`
+	// WrongPortProbes counts the probes in a row that found WrongPort.
+	WrongPortProbes int `json:"wrongPortProbes,omitempty"`
 }
+
+// ErrListensElsewhere is wrapped by the errors that stop waiting for a
+// replica whose probes were refused [PortMismatchProbes] times in a row
+// while its processes listened on other ports.
+var ErrListensElsewhere = errors.New("the replica listens on another port than the one it was given")
+
+// PortMismatchProbes is how many probes in a row must be refused while the
+// replica's processes listen on other TCP ports before
+// [Service.WaitReady] gives up on it (a program that opens an admin port
+// before its main one is not condemned by one early probe).
+const PortMismatchProbes = 3
 
 // Termination is how one container instance ended, with the fields of
 // core/v1 ContainerStateTerminated.
@@ -159,6 +186,9 @@ type ReplicaConfig struct {
 	Dir string
 	// Port is the TCP port the process listens on (probes go to 127.0.0.1:Port).
 	Port int
+	// PortEnv names the environment variable in Env that hands the process
+	// its port, for messages; default "PORT".
+	PortEnv string
 	// Probes are the container's probes; zero fields get Kubernetes defaults.
 	Probes scenario.Probes
 	// Grace is the SIGTERM to SIGKILL grace (terminationGracePeriodSeconds);
@@ -244,6 +274,10 @@ type instance struct {
 	// Set before exited is closed.
 	finished time.Time
 	exitDesc string
+
+	// portNoted: the PortMismatch event of this instance was emitted
+	// (under the replica's lock).
+	portNoted bool
 }
 
 // termination says why an instance ended.
@@ -276,6 +310,9 @@ func NewReplica(cfg ReplicaConfig) (*Replica, error) {
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
+	}
+	if cfg.PortEnv == "" {
+		cfg.PortEnv = "PORT"
 	}
 	if cfg.Sink == nil {
 		cfg.Sink = event.SinkFunc(func(event.Event) {})
@@ -420,7 +457,7 @@ func (r *Replica) startLocked(count int32) (*instance, error) {
 	inst := &instance{
 		cmd:       cmd,
 		pid:       cmd.Process.Pid,
-		started:   time.Now(),
+		started:   r.opt.clk.Now(),
 		logSeq:    seq,
 		startedCh: make(chan struct{}),
 		kill:      make(chan termination, 1),
@@ -466,7 +503,7 @@ func (r *Replica) reap(inst *instance) {
 	}
 	_ = killGroup(inst.pid, syscall.SIGKILL)
 	err := inst.cmd.Wait()
-	inst.finished = time.Now()
+	inst.finished = r.opt.clk.Now()
 	inst.exitDesc = describeExit(inst.cmd, err)
 	close(inst.exited)
 }
@@ -515,7 +552,8 @@ func (r *Replica) setReadyLocked(ready bool, why string) {
 func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 	defer inst.probeWG.Done()
 	ctx := inst.ctx
-	if !sleepCtx(ctx, time.Until(inst.started.Add(spec.initialDelay))) {
+	clk := r.opt.clk
+	if !sleepCtx(ctx, clk, inst.started.Add(spec.initialDelay).Sub(clk.Now())) {
 		return
 	}
 	if idx != idxStartup {
@@ -526,7 +564,7 @@ func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 		}
 	}
 	t := probeTarget{port: r.cfg.Port, env: r.cfg.Env, dir: r.cfg.Dir}
-	tick := time.NewTicker(spec.period)
+	tick := clk.NewTicker(spec.period)
 	defer tick.Stop()
 	for {
 		begin := time.Now()
@@ -534,11 +572,16 @@ func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 		if ctx.Err() != nil {
 			return // the container went away during the probe: no result
 		}
-		if !r.recordProbe(inst, idx, spec, ok, detail, time.Since(begin)) {
+		took := time.Since(begin)
+		var elsewhere []netip.AddrPort
+		if !ok && spec.exec == nil && strings.Contains(detail, "connection refused") {
+			elsewhere = r.listensElsewhere(inst)
+		}
+		if !r.recordProbe(inst, idx, spec, ok, detail, took, elsewhere) {
 			return
 		}
 		select {
-		case <-tick.C:
+		case <-tick.C():
 		case <-ctx.Done():
 			return
 		}
@@ -547,13 +590,14 @@ func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 
 // recordProbe applies one probe result; it reports whether the probe
 // should keep running.
-func (r *Replica) recordProbe(inst *instance, idx int, spec *probeSpec, ok bool, detail string, took time.Duration) bool {
+func (r *Replica) recordProbe(inst *instance, idx int, spec *probeSpec, ok bool, detail string, took time.Duration, elsewhere []netip.AddrPort) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cur != inst || inst.ctx.Err() != nil {
 		return false
 	}
 	r.emitLocked(event.Event{Kind: event.ProbeResult, Probe: spec.kind, OK: ok, Detail: detail, Value: took.Seconds()})
+	r.notePortLocked(inst, elsewhere)
 	if !ok {
 		r.st.LastProbeFailure = spec.kind + ": " + detail
 	}
@@ -587,6 +631,52 @@ func (r *Replica) recordProbe(inst *instance, idx int, spec *probeSpec, ok bool,
 			r.setReadyLocked(false, fmt.Sprintf("readiness probe failed %d times: %s", t.run, detail))
 		}
 		return true
+	}
+}
+
+// listensElsewhere returns the TCP addresses inst's processes listen on
+// when none of them is the replica's port (nil otherwise, or when /proc
+// cannot tell).
+func (r *Replica) listensElsewhere(inst *instance) []netip.AddrPort {
+	addrs, err := listeners(inst.pid)
+	if err != nil {
+		r.log.Debug("could not read the replica's listening sockets", "err", err)
+		return nil
+	}
+	for _, a := range addrs {
+		if int(a.Port()) == r.cfg.Port {
+			return nil
+		}
+	}
+	return addrs
+}
+
+// notePortLocked records whether the latest probe was refused while the
+// processes listen elsewhere: the first time per instance as a
+// PortMismatch note event and a warning, and in the status, where
+// [Service.WaitReady] finds it.
+func (r *Replica) notePortLocked(inst *instance, elsewhere []netip.AddrPort) {
+	if len(elsewhere) == 0 {
+		r.st.WrongPort, r.st.WrongPortProbes = "", 0
+		return
+	}
+	at := make([]string, len(elsewhere))
+	for i, a := range elsewhere {
+		at[i] = a.String()
+	}
+	msg := fmt.Sprintf("replica %s listens on %s, not on its port 127.0.0.1:%d given in $%s; "+
+		"set services[].port.env (and port.format) to the variable and form the program reads its listen address from, or make it listen on $%s",
+		r.cfg.Pod, strings.Join(at, " and "), r.cfg.Port, r.cfg.PortEnv, r.cfg.PortEnv)
+	r.st.WrongPort = msg
+	r.st.WrongPortProbes++
+	if !inst.portNoted {
+		inst.portNoted = true
+		r.log.Warn(msg)
+		r.emitLocked(event.Event{Kind: event.Note, Reason: "PortMismatch", Detail: msg,
+			Address: "127.0.0.1:" + strconv.Itoa(r.cfg.Port)})
+	}
+	if r.st.WrongPortProbes == PortMismatchProbes {
+		r.changedLocked()
 	}
 }
 
@@ -666,12 +756,12 @@ func (r *Replica) terminate(inst *instance, grace time.Duration) {
 	grace = max(grace, MinGrace)
 	{
 		_ = killGroup(inst.pid, syscall.SIGTERM)
-		t := time.NewTimer(grace)
+		t := r.opt.clk.NewTimer(grace)
 		defer t.Stop()
 		select {
 		case <-inst.exited:
 			return
-		case <-t.C:
+		case <-t.C():
 			r.log.Debug("grace period over; sending SIGKILL", "pid", inst.pid, "grace", grace)
 		case <-r.force:
 		}
@@ -723,7 +813,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 			return nil, false
 		}
 		r.mu.Lock()
-		wait := r.bo.wait(time.Now(), ref)
+		wait := r.bo.wait(r.opt.clk.Now(), ref)
 		if wait > 0 {
 			r.st.State, r.st.Reason = StateWaiting, "CrashLoopBackOff"
 			r.emitLocked(event.Event{Kind: event.K8sEvent, Reason: "BackOff",
@@ -731,7 +821,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 			r.changedLocked()
 		}
 		r.mu.Unlock()
-		if wait > 0 && !sleepStop(r.stopCh, wait) {
+		if wait > 0 && !sleepStop(r.stopCh, r.opt.clk, wait) {
 			r.mu.Lock()
 			r.st.State, r.st.Reason = StateTerminated, ""
 			r.changedLocked()
@@ -739,7 +829,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 			return nil, false
 		}
 		r.mu.Lock()
-		r.bo.next(time.Now(), ref)
+		r.bo.next(r.opt.clk.Now(), ref)
 		r.prevFinish = prev.finished
 		count := r.st.RestartCount + 1
 		r.emitLocked(event.Event{Kind: event.ContainerRestart, RestartCount: count, Probe: cause.probe,
@@ -750,14 +840,17 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 			return inst, true
 		}
 		// Could not start (e.g. the binary vanished): the kubelet counts a
-		// failed start as a run that ended at once, and backs off.
+		// failed start as a run that ended at once, backs off, and says so
+		// in a Failed event.
+		r.emitLocked(event.Event{Kind: event.K8sEvent, Reason: "Failed", RestartCount: count,
+			Detail: fmt.Sprintf("Error: failed to start container %s: %v", r.cfg.Container, err)})
 		r.st.RestartCount = count
 		r.st.LastTermination = err.Error()
-		r.st.LastTerminated = &Termination{ExitCode: 128, Reason: "StartError", Message: err.Error(), FinishedAt: time.Now()}
+		now := r.opt.clk.Now()
+		r.st.LastTerminated = &Termination{ExitCode: 128, Reason: "StartError", Message: err.Error(), FinishedAt: now}
 		r.st.State, r.st.Reason = StateWaiting, "StartError"
 		r.changedLocked()
 		r.mu.Unlock()
-		now := time.Now()
 		prev = &instance{finished: now, logSeq: r.logs.mark("[drill] " + err.Error())}
 		cause = termination{reason: "StartError: " + err.Error()}
 		ref = now
@@ -765,27 +858,27 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 	}
 }
 
-// sleepCtx sleeps for d; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// sleepCtx sleeps for d on clk; false if ctx ended first.
+func sleepCtx(ctx context.Context, clk clock, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	t := time.NewTimer(d)
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-ctx.Done():
 		return false
 	}
 }
 
-// sleepStop sleeps for d; false if stop was closed first.
-func sleepStop(stop <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
+// sleepStop sleeps for d on clk; false if stop was closed first.
+func sleepStop(stop <-chan struct{}, clk clock, d time.Duration) bool {
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-stop:
 		return false

@@ -25,9 +25,17 @@ type ServiceSpec struct {
 	Name string
 	// Command is argv of the program; required.
 	Command []string
-	// Env is added to drill's own environment for each replica; PORT is set
-	// per replica by the runtime and overrides any PORT here.
+	// Env is added to drill's own environment for each replica. The
+	// runtime sets PortEnv and REPLICA_INDEX per replica, overriding any
+	// value here.
 	Env map[string]string
+	// PortEnv names the environment variable that hands each replica its
+	// port; default "PORT" ([scenario.DefaultPortEnv]).
+	PortEnv string
+	// PortFormat is the form of PortEnv's value: "port" (41234, the
+	// default), "host:port" (127.0.0.1:41234) or ":port" (:41234)
+	// ([scenario.PortFormats]).
+	PortFormat string
 	// Dir is the replicas' working directory; default drill's.
 	Dir string
 	// Replicas is the number of processes; default 1.
@@ -119,7 +127,7 @@ func Start(ctx context.Context, clock *event.Clock, sink event.Sink, spec Servic
 		s.files = append(s.files, f)
 		r, err := NewReplica(ReplicaConfig{
 			Service: spec.Name, Pod: pod, Container: spec.Name,
-			Command: spec.Command, Env: replicaEnv(spec.Env, ports[i]), Dir: spec.Dir, Port: ports[i],
+			Command: spec.Command, Env: replicaEnv(spec, ports[i], i), Dir: spec.Dir, Port: ports[i], PortEnv: spec.PortEnv,
 			Probes: spec.Probes, Grace: spec.Grace, Logs: f, Options: spec.Options,
 			Clock: clock, Sink: sink, Log: log,
 			OnChange: func(st ReplicaStatus) { s.onChange(i, st) },
@@ -163,6 +171,20 @@ func validateSpec(spec *ServiceSpec) error {
 	if spec.Grace < 0 {
 		return fmt.Errorf("service %s: terminationGracePeriodSeconds must be >= 0, got %s", spec.Name, spec.Grace)
 	}
+	if spec.PortEnv == "" {
+		spec.PortEnv = scenario.DefaultPortEnv
+	}
+	if spec.PortFormat == "" {
+		spec.PortFormat = scenario.PortFormatPort
+	}
+	if spec.PortEnv == scenario.ReplicaIndexEnv || strings.ContainsAny(spec.PortEnv, "= \t\n") {
+		return fmt.Errorf("service %s: port variable %q is not usable", spec.Name, spec.PortEnv)
+	}
+	switch spec.PortFormat {
+	case scenario.PortFormatPort, scenario.PortFormatHostPort, scenario.PortFormatColonPort:
+	default:
+		return fmt.Errorf("service %s: port format %q is not one of %s", spec.Name, spec.PortFormat, strings.Join(scenario.PortFormats, ", "))
+	}
 	for _, p := range []struct {
 		kind  string
 		probe *scenario.Probe
@@ -177,21 +199,38 @@ func validateSpec(spec *ServiceSpec) error {
 	return nil
 }
 
-// replicaEnv is drill's environment plus env plus PORT, later entries
-// overriding earlier ones.
-func replicaEnv(env map[string]string, port int) []string {
+// replicaEnv is the environment of replica index of spec (defaults
+// applied): drill's environment, then spec.Env, then the port in
+// spec.PortEnv (spec.PortFormat) and the index in REPLICA_INDEX, later
+// entries overriding earlier ones.
+func replicaEnv(spec ServiceSpec, port, index int) []string {
 	out := os.Environ()
-	keys := make([]string, 0, len(env))
-	for k := range env {
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k != "PORT" {
-			out = append(out, k+"="+env[k])
+		if k != spec.PortEnv && k != scenario.ReplicaIndexEnv {
+			out = append(out, k+"="+spec.Env[k])
 		}
 	}
-	return append(out, "PORT="+strconv.Itoa(port))
+	return append(out, spec.PortEnv+"="+PortValue(spec.PortFormat, port),
+		scenario.ReplicaIndexEnv+"="+strconv.Itoa(index))
+}
+
+// PortValue writes port in format ([scenario.PortFormats]): "41234" for
+// port (and for an unknown format), "127.0.0.1:41234" for host:port,
+// ":41234" for :port.
+func PortValue(format string, port int) string {
+	p := strconv.Itoa(port)
+	switch format {
+	case scenario.PortFormatHostPort:
+		return net.JoinHostPort("127.0.0.1", p)
+	case scenario.PortFormatColonPort:
+		return ":" + p
+	}
+	return p
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
@@ -265,8 +304,10 @@ func (s *Service) Logs(pod string) []string {
 }
 
 // WaitReady returns nil once at least n replicas are ready. When ctx ends
-// first, or the service stops, the error names each replica's state and its
-// last log lines.
+// first, the service stops, or a replica's probes were refused
+// [PortMismatchProbes] times in a row while its processes listen on other
+// ports (the error wraps [ErrListensElsewhere] and says where), the error
+// names each replica's state and its last log lines.
 func (s *Service) WaitReady(ctx context.Context, n int) error {
 	if n > len(s.replicas) {
 		return fmt.Errorf("wait for %d ready replicas of service %s: it has only %d", n, s.spec.Name, len(s.replicas))
@@ -277,13 +318,20 @@ func (s *Service) WaitReady(ctx context.Context, n int) error {
 		s.mu.Unlock()
 		st := s.Status()
 		ready := 0
+		var wrong error
 		for _, r := range st {
 			if r.Ready {
 				ready++
 			}
+			if r.WrongPortProbes >= PortMismatchProbes && wrong == nil {
+				wrong = fmt.Errorf("%w: %s", ErrListensElsewhere, r.WrongPort)
+			}
 		}
 		if ready >= n {
 			return nil
+		}
+		if wrong != nil {
+			return s.notReady(n, ready, wrong)
 		}
 		var cause error
 		select {
@@ -300,7 +348,6 @@ func (s *Service) WaitReady(ctx context.Context, n int) error {
 
 func (s *Service) notReady(want, ready int, cause error) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "wait for service %s: %d of %d replicas ready, want %d: %v", s.spec.Name, ready, len(s.replicas), want, cause)
 	for _, r := range s.replicas {
 		st := r.Status()
 		fmt.Fprintf(&b, "\n  %s: %s", st.Pod, st.State)
@@ -314,6 +361,9 @@ func (s *Service) notReady(want, ready int, cause error) error {
 		if st.LastTermination != "" {
 			fmt.Fprintf(&b, ", last termination: %s", st.LastTermination)
 		}
+		if st.WrongPort != "" {
+			fmt.Fprintf(&b, ", probes refused %d times in a row while it listens elsewhere", st.WrongPortProbes)
+		}
 		lines := r.Logs()
 		if len(lines) > 10 {
 			lines = lines[len(lines)-10:]
@@ -322,7 +372,7 @@ func (s *Service) notReady(want, ready int, cause error) error {
 			fmt.Fprintf(&b, "\n    | %s", l)
 		}
 	}
-	return errors.New(b.String())
+	return fmt.Errorf("wait for service %s: %d of %d replicas ready, want %d: %w%s", s.spec.Name, ready, len(s.replicas), want, cause, b.String())
 }
 
 // Stop stops routing (EndpointRemoved for every replica), closes the proxy,

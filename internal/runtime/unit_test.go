@@ -182,3 +182,27 @@ func TestProbeDefaults(t *testing.T) {
 		t.Error("readiness probe with terminationGracePeriodSeconds accepted")
 	}
 }
+
+// TestBackoffResetBoundary: the back-off resets only when the container
+// finished more than 2 x max (10 min) after its last restart, as
+// flowcontrol.Backoff's hasExpired does; at exactly 10 min it keeps its
+// delay.
+func TestBackoffResetBoundary(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	for _, tc := range []struct {
+		ran  time.Duration
+		wait time.Duration
+	}{
+		{9 * time.Minute, 20 * time.Second},
+		{10 * time.Minute, 20 * time.Second},
+		{10*time.Minute + time.Second, 0},
+	} {
+		b := backoff{base: 10 * time.Second, max: 5 * time.Minute, expire: 10 * time.Minute}
+		b.next(t0, t0)                     // first restart: 10 s
+		b.next(t0.Add(10*time.Second), t0) // second: 20 s, last restart at t0+10s
+		exit := t0.Add(10 * time.Second).Add(tc.ran)
+		if w := b.wait(exit, exit); w != tc.wait {
+			t.Errorf("ran %s after the last restart: wait %s, want %s", tc.ran, w, tc.wait)
+		}
+	}
+}

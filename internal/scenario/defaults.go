@@ -44,6 +44,7 @@ const (
 	DefaultHold             = 2 * time.Second       // Assertion.Hold (recovery)
 	DefaultStatusClass      = "any"                 // Assertion.StatusClass (error-rate)
 	DefaultHTTPScheme       = "HTTP"                // HTTPGetAction.Scheme
+	DefaultSetupTimeout     = 5 * time.Minute       // Setup.Timeout
 )
 
 // DefaultShedStatus is the default of Assertion.Status for shed assertions.
@@ -109,6 +110,11 @@ func (s *Scenario) SetDefaults() {
 		if s.Environment.Type == EnvLocal {
 			setIf(&svc.Replicas, 1)
 			setIf(&svc.Listen, DefaultListen)
+		}
+		if svc.Setup != nil && svc.Setup.Timeout.Duration == 0 {
+			if _, wrote := s.Positions[fmt.Sprintf("services[%d].setup.timeout", i)]; !wrote {
+				svc.Setup.Timeout.Duration = DefaultSetupTimeout
+			}
 		}
 		if svc.TerminationGracePeriodSeconds == nil {
 			g := DefaultGracePeriod

@@ -27,6 +27,7 @@ func enums() map[string][]string {
 		"PostgresDep.mode":      PostgresModes,
 		"Service.reference":     ReferenceServices,
 		"Service.build":         Builds,
+		"PortHandoff.format":    PortFormats,
 		"HTTPGetAction.scheme":  HTTPSchemes,
 		"TargetsFile.format":    TargetsFormats,
 		"Retry.policy":          RetryPolicies,

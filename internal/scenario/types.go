@@ -232,14 +232,29 @@ type Service struct {
 	Reference string `yaml:"reference,omitempty" json:"reference,omitempty"`
 	// Build selects the reference build: correct (default) or naive.
 	Build string `yaml:"build,omitempty" json:"build,omitempty"`
-	// Command is argv of any local program; the replica's port is in $PORT.
+	// Command is argv of any local program, run without a shell; the
+	// replica's port is in $PORT (see port). Like every string value it is
+	// expanded: ${...} references are filled and $$ writes a literal $, so
+	// [sh, -c, "exec app --listen :$$PORT"] lets the shell read $PORT.
 	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
-	// Args are extra arguments (appended to Command or the reference service).
+	// Args are extra arguments (appended to Command or the reference
+	// service), expanded like Command.
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
 	// Env is added to each replica's environment; values may use ${...}.
+	// It may not set the port variable (port.env) or REPLICA_INDEX: drill
+	// sets those for each replica.
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
-	// Replicas is the number of local processes; default 1.
+	// Replicas is the number of local processes; default 1. Replica i
+	// (pod <name>-<i>) gets i, 0-based, in $REPLICA_INDEX, the same across
+	// its restarts (like a StatefulSet ordinal), so that one replica alone
+	// can do once-only work.
 	Replicas int `yaml:"replicas,omitempty" json:"replicas,omitempty"`
+	// Port says in which environment variable and form each replica is
+	// handed its port. Default: $PORT holding the port number.
+	Port *PortHandoff `yaml:"port,omitempty" json:"port,omitempty"`
+	// Setup is a one-shot step (migrations, seeding) run once before the
+	// service's replicas start; it must exit 0.
+	Setup *Setup `yaml:"setup,omitempty" json:"setup,omitempty"`
 	// Listen is the local Service proxy's address; default 127.0.0.1:0.
 	Listen string `yaml:"listen,omitempty" json:"listen,omitempty"`
 	// Probes are the container's probes, inline. Overrides Manifest per probe.
@@ -252,6 +267,43 @@ type Service struct {
 	Selector string `yaml:"selector,omitempty" json:"selector,omitempty"`
 	// URL is the service's base URL in kubernetes mode.
 	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+}
+
+// PortHandoff says how a local replica learns its TCP port: drill picks a
+// free port on 127.0.0.1 per replica, probes it there and routes the
+// Service to it, so the program must listen on it. When a replica's
+// probes are refused there while its processes listen on other TCP ports,
+// drill says so at start ("replica app-0 listens on 127.0.0.1:8080, not on
+// its port 127.0.0.1:41234 given in $PORT; ...") and the run stops before
+// load (exit 3).
+type PortHandoff struct {
+	// Env names the environment variable holding the port; default PORT.
+	Env string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Format is how the value is written: port (default), e.g. 41234;
+	// host:port, e.g. 127.0.0.1:41234; or :port, e.g. :41234.
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+}
+
+// Setup is a one-shot step of a local service, like an init container. It
+// runs once, after the dependencies, the proxies and the services listed
+// before this one are up, and before any replica of this service starts,
+// with drill's environment plus the service's env plus its own (no port, no
+// REPLICA_INDEX). It must exit 0 within Timeout; its stdout and stderr are
+// kept in <out>/logs/<service>-setup.log. A setup that cannot start, exits
+// non-zero or times out fails the run (exit 3) before any replica of the
+// service starts; everything started is torn down and the error shows the
+// last lines of its output.
+type Setup struct {
+	// Command is argv, run without a shell; required. Expanded like
+	// services[].command ($$ writes $).
+	Command []string `yaml:"command" json:"command"`
+	// Args are appended to Command, expanded alike.
+	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
+	// Env is added to the service's env for the setup only; values may use
+	// ${...}.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Timeout bounds the setup's run, above 0; default 5m.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 }
 
 // ManifestRef points at a Deployment manifest (YAML, one or more documents);
@@ -678,6 +730,11 @@ type Assertion struct {
 
 	// Max is a count bound (restarts, flaps).
 	Max *int `yaml:"max,omitempty" json:"max,omitempty"`
+	// IncludeStartup also counts the restarts, crash loops and failed
+	// starts of the service before load started (while services came up;
+	// negative times on the run clock) (restarts). Default: true over the
+	// run window, false over any other.
+	IncludeStartup *bool `yaml:"includeStartup,omitempty" json:"includeStartup,omitempty"`
 	// MinReady is the minimum ready replicas (ready).
 	MinReady *int `yaml:"minReady,omitempty" json:"minReady,omitempty"`
 	// Percentile for latency and endpoint-removal (default p99), and over

@@ -21,6 +21,26 @@ var (
 	Builds            = []string{"correct", "naive"}
 )
 
+// How a local replica is handed its port ([PortHandoff]) and its index.
+const (
+	// DefaultPortEnv is the variable holding the port by default.
+	DefaultPortEnv = "PORT"
+	// PortFormatPort writes the port alone: 41234 (the default).
+	PortFormatPort = "port"
+	// PortFormatHostPort writes the loopback address: 127.0.0.1:41234.
+	PortFormatHostPort = "host:port"
+	// PortFormatColonPort writes the port after a colon: :41234.
+	PortFormatColonPort = ":port"
+	// ReplicaIndexEnv is the variable holding a replica's 0-based index.
+	ReplicaIndexEnv = "REPLICA_INDEX"
+)
+
+// PortFormats are the forms [PortHandoff.Format] takes, sorted.
+var PortFormats = []string{PortFormatColonPort, PortFormatHostPort, PortFormatPort}
+
+// envNameRE matches a portable environment variable name.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // Known values of enumerated fields, sorted; used in hints and the schema.
 var (
 	EnvironmentTypes = []string{string(EnvKubernetes), string(EnvLocal)}
@@ -62,7 +82,7 @@ var allFaultAttributes = []string{"averageSize", "bytes", "delay", "jitter", "la
 // assertionFields lists the keys each assertion type takes beyond name,
 // type, window and source; required ones are marked with a leading '!'.
 var assertionFields = map[AssertionType][]string{
-	AssertRestarts:        {"!service", "!max"},
+	AssertRestarts:        {"!service", "!max", "includeStartup"},
 	AssertEndpointRemoval: {"!service", "!maxLatency", "percentile"},
 	AssertLatency:         {"!stream", "!maxLatency", "percentile"},
 	AssertErrorRate:       {"!stream", "!maxRate", "statusClass"},
@@ -374,6 +394,8 @@ func (v *validator) services() {
 					v.errorf(fmt.Sprintf("%s.command[0]", p), "the program name is empty")
 				}
 			}
+			v.portHandoff(p, svc)
+			v.setup(p+".setup", svc.Setup)
 		} else {
 			if svc.Selector == "" {
 				v.errorf(p, "a kubernetes service needs selector (e.g. app=order-gateway)")
@@ -382,7 +404,8 @@ func (v *validator) services() {
 				name string
 				set  bool
 			}{{"reference", svc.Reference != ""}, {"command", len(svc.Command) > 0}, {"build", svc.Build != ""},
-				{"args", len(svc.Args) > 0}, {"env", len(svc.Env) > 0}, {"replicas", svc.Replicas != 0}, {"listen", svc.Listen != ""}} {
+				{"args", len(svc.Args) > 0}, {"env", len(svc.Env) > 0}, {"replicas", svc.Replicas != 0}, {"listen", svc.Listen != ""},
+				{"port", svc.Port != nil}, {"setup", svc.Setup != nil}} {
 				if k.set {
 					v.errorf(p+"."+k.name, "%s applies only to environment type local", k.name)
 				}
@@ -397,6 +420,50 @@ func (v *validator) services() {
 		v.probe(p+".probes.startupProbe", "startup", svc.Probes.StartupProbe)
 		v.probe(p+".probes.livenessProbe", "liveness", svc.Probes.LivenessProbe)
 		v.probe(p+".probes.readinessProbe", "readiness", svc.Probes.ReadinessProbe)
+	}
+}
+
+// portHandoff checks services[].port and that services[].env leaves the
+// variables drill sets per replica alone.
+func (v *validator) portHandoff(p string, svc *Service) {
+	name := DefaultPortEnv
+	if h := svc.Port; h != nil {
+		if h.Env != "" {
+			name = h.Env
+			switch {
+			case !envNameRE.MatchString(h.Env):
+				v.errorf(p+".port.env", "%q is not an environment variable name (letters, digits and _, not starting with a digit)", h.Env)
+			case h.Env == ReplicaIndexEnv:
+				v.errorf(p+".port.env", "%s holds the replica's index; pick another variable for the port", ReplicaIndexEnv)
+			}
+		}
+		if h.Format != "" && !oneOf(h.Format, PortFormats) {
+			v.errorf(p+".port.format", "%s", unknownValue("port format", h.Format, PortFormats))
+		}
+	}
+	if _, ok := svc.Env[name]; ok {
+		v.errorf(p+".env."+name, "drill sets %s to each replica's port (port.env, default %s); remove it here, or hand the port in another variable with port.env", name, DefaultPortEnv)
+	}
+	if _, ok := svc.Env[ReplicaIndexEnv]; ok {
+		v.errorf(p+".env."+ReplicaIndexEnv, "drill sets %s to each replica's index (0, 1, ...)", ReplicaIndexEnv)
+	}
+}
+
+// setup checks a service's one-shot setup step.
+func (v *validator) setup(p string, st *Setup) {
+	if st == nil {
+		return
+	}
+	if len(st.Command) == 0 || strings.TrimSpace(st.Command[0]) == "" {
+		v.errorf(p+".command", "setup needs a command (argv, e.g. [./bin/migrate, up])")
+	}
+	if st.Timeout.D() <= 0 {
+		v.errorf(p+".timeout", "timeout must be above 0")
+	}
+	for k := range st.Env {
+		if !envNameRE.MatchString(k) {
+			v.errorf(p+".env."+k, "%q is not an environment variable name", k)
+		}
 	}
 }
 
