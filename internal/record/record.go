@@ -181,7 +181,7 @@ func (r *Run) Rejudge() int {
 // Decide returns the exit code the run's record calls for and a one-line
 // reason, by DESIGN section 7 in order of precedence: cleanup unverified
 // (5), aborted (3), measurement invalid or an assertion that could not be
-// judged (4), an assertion failed (1), else 0.
+// judged or whose window was cut short (4), an assertion failed (1), else 0.
 func (r *Run) Decide() (int, string) {
 	if !r.Cleanup.Verified {
 		why := "cleanup could not be verified"
@@ -207,6 +207,9 @@ func (r *Run) Decide() (int, string) {
 	for _, res := range r.Results {
 		if res.Verdict == assert.Error {
 			return ExitInvalid, "assertion " + res.Name + " could not be judged: " + res.Message
+		}
+		if res.Verdict == assert.Aborted {
+			return ExitInvalid, "assertion " + res.Name + " was " + res.Message
 		}
 		if res.Verdict != assert.Pass {
 			failed = append(failed, res.Name)

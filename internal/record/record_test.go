@@ -153,6 +153,11 @@ func TestDecidePrecedence(t *testing.T) {
 			Validity: record.Validity{FaultsOffPath: []record.OffPath{{Fault: "db-pause", Detail: "proxy pg carried 0 bytes"}}}},
 			4, "fault db-pause not on the traffic path"},
 		{"aborted", record.Run{Cleanup: record.Cleanup{Verified: true}, Aborted: "SIGTERM", Results: []assert.Result{fail}}, 3, "SIGTERM"},
+		{"window cut short, run not aborted", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{pass,
+			{Name: "d", Verdict: assert.Aborted, Message: "not judged: window run [t=5.000s, t=60.000s) was cut short: the run stopped at t=2.000s"}}},
+			4, "assertion d was not judged: window run"},
+		{"window cut short by a signal", record.Run{Cleanup: record.Cleanup{Verified: true}, Aborted: "SIGTERM",
+			Results: []assert.Result{{Name: "d", Verdict: assert.Aborted}}}, 3, "SIGTERM"},
 		{"cleanup first", record.Run{Aborted: "SIGTERM", Cleanup: record.Cleanup{Leftovers: []record.Leftover{{Kind: "toxic", Name: "drill-x-latency",
 			Remove: "drill cleanup --run-id x"}}}}, 5, "toxic drill-x-latency may still be active; remove it with: drill cleanup --run-id x"},
 	} {
