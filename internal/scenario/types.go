@@ -369,6 +369,15 @@ type Stream struct {
 	// LagBudget: the run is invalid (exit 4) if more than Fraction of
 	// requests went out later than Late; default 1% later than 10ms.
 	LagBudget *LagBudget `yaml:"lagBudget,omitempty" json:"lagBudget,omitempty"`
+	// MaxConnectionErrors bounds the share (0..1) of the stream's requests
+	// in the run window that failed at connection level (refused,
+	// unreachable, dial timeout, reset before a response; not HTTP error
+	// statuses nor timeouts of a request that had a connection). Above it
+	// the run is invalid (exit 4): the load did not reach a server, so its
+	// figures say nothing about the system. Default 0.5; set 1 when a fault
+	// is meant to break the stream's connections (e.g. down on the proxy
+	// it targets).
+	MaxConnectionErrors *float64 `yaml:"maxConnectionErrors,omitempty" json:"maxConnectionErrors,omitempty"`
 }
 
 // Target is one request template.

@@ -615,6 +615,9 @@ func (v *validator) streams() {
 				}
 			}
 		}
+		if m := st.MaxConnectionErrors; m != nil && !(*m >= 0 && *m <= 1) {
+			v.errorf(p+".maxConnectionErrors", "maxConnectionErrors must be between 0 and 1, got %v", *m)
+		}
 		if lb := st.LagBudget; lb != nil && !(lb.Fraction >= 0 && lb.Fraction <= 1) {
 			v.errorf(p+".lagBudget.fraction", "fraction must be between 0 and 1, got %v", lb.Fraction)
 		}

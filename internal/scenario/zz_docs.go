@@ -206,6 +206,7 @@ var fieldDocs = map[string]string{
 	"Stream.duration":                       "Duration default: until the end of the timeline; with Steps, the sum of the steps (if set, it must equal that sum).",
 	"Stream.keepAlive":                      "KeepAlive reuses connections; default true.",
 	"Stream.lagBudget":                      "LagBudget: the run is invalid (exit 4) if more than Fraction of requests went out later than Late; default 1% later than 10ms.",
+	"Stream.maxConnectionErrors":            "MaxConnectionErrors bounds the share (0..1) of the stream's requests in the run window that failed at connection level (refused, unreachable, dial timeout, reset before a response; not HTTP error statuses nor timeouts of a request that had a connection). Above it the run is invalid (exit 4): the load did not reach a server, so its figures say nothing about the system. Default 0.5; set 1 when a fault is meant to break the stream's connections (e.g. down on the proxy it targets).",
 	"Stream.maxConnections":                 "MaxConnections caps connections per host; 0 = unlimited.",
 	"Stream.maxWorkers":                     "MaxWorkers caps concurrent in-flight requests, at most 100,000; 0 = engine default (1.25 x peak rate x timeout + 64, at most 10,000).",
 	"Stream.name":                           "Name is unique; assertions refer to it.",
