@@ -21,6 +21,7 @@ import (
 	"github.com/drillhq/drill/internal/load"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/progress"
+	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -233,6 +234,10 @@ func runLoad(ctx context.Context, g *Globals, streams []scenario.Stream, dir str
 	}
 	if err := eng.Validity(); err != nil {
 		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %w", err))
+	}
+	if bad := record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, total); len(bad) > 0 {
+		v := record.Validity{ConnectionErrors: bad}
+		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %s", v.Summary()))
 	}
 	if ctx.Err() != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill load: interrupted: %w", context.Cause(ctx)))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,6 +68,30 @@ func TestLoadCommandBadInput(t *testing.T) {
 		// Flag mode names flags, not scenario keys.
 		if err != nil && strings.Contains(err.Error(), "maxWorkers") {
 			t.Errorf("%v: error names the scenario key: %v", args, err)
+		}
+	}
+}
+
+// TestLoadConnectionRefusedIsInvalid: drill load against a port where
+// nothing listens gets no answer at all (100 % connection refused); its
+// measurement says nothing about a server, so it exits 4 naming the stream
+// and the share, not 0.
+func TestLoadConnectionRefusedIsInvalid(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/"
+	ln.Close()
+	var out, errOut bytes.Buffer
+	err = Run(context.Background(), &Globals{Stdout: &out, Stderr: &errOut},
+		[]string{"load", "--url", closed, "--rate", "20/s", "--duration", "1s", "--progress", "-1s", "--late", "500ms", "--late-fraction", "0.5"})
+	if exitcode.Code(err) != exitcode.InvalidMeasurement {
+		t.Fatalf("err %v (exit %d), want exit 4", err, exitcode.Code(err))
+	}
+	for _, want := range []string{"stream load failed at connection level on 100.0% of its requests (20/20: connection-refused 20)", "above its bound of 50.0%"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
 }

@@ -34,7 +34,18 @@ const (
 	// Error: the assertion could not be judged (no data, unknown window,
 	// missing bound); no verdict can be trusted (exit code 4).
 	Error Verdict = "error"
+	// Aborted: the run's timeline ended (signal, stop condition, error)
+	// before the assertion's window did, so the window was cut short and
+	// is not judged: never a pass. The run's exit code is 3 when it was
+	// aborted, else 4.
+	Aborted Verdict = "aborted"
 )
+
+// LoadEndDetail is the Detail of the run's PhaseStart event that marks the
+// moment its timeline stopped: at or after the plan's duration when it ran
+// its full length, earlier when it was cut short. A window ending after it
+// gets the verdict [Aborted].
+const LoadEndDetail = "load-end"
 
 // Figure is a measured number with its unit and a formatted string for
 // people. Durations have Unit "ms" (Value in milliseconds); counts "count";
@@ -151,12 +162,14 @@ func Name(a scenario.Assertion) string {
 // order; they are sorted by At) and the per-stream series, and changes
 // none of them. An assertion that cannot be judged (unknown type or
 // window, missing bound, no data) gets Verdict Error and a message saying
-// what is missing.
+// what is missing; one whose window ends after the run's timeline stopped
+// (the [LoadEndDetail] event) gets Verdict Aborted and is not judged.
 func Judge(p *plan.Plan, assertions []scenario.Assertion, events []event.Event, series map[string]*measure.Series) []Result {
 	evs := make([]event.Event, len(events))
 	copy(evs, events)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
 	reg := registry()
+	stop, stopped := timelineEnd(evs)
 	out := make([]Result, 0, len(assertions))
 	for _, a := range assertions {
 		r := Result{Name: Name(a), Type: a.Type, Window: a.Window, Source: a.Source}
@@ -176,11 +189,34 @@ func Judge(p *plan.Plan, assertions []scenario.Assertion, events []event.Event, 
 				break
 			}
 			r.WindowStart, r.WindowEnd = w.Start, w.End
+			if stopped && stop < w.End {
+				r.Verdict = Aborted
+				r.Figure = Figure{Text: "n/a"}
+				how := "was cut short"
+				if stop <= w.Start {
+					how = "never ran"
+				}
+				r.Message = fmt.Sprintf("not judged: window %s [%s, %s) %s: the run stopped at %s",
+					r.Window, FormatOffset(w.Start), FormatOffset(w.End), how, FormatOffset(stop))
+				break
+			}
 			judge(&input{plan: p, events: evs, series: series, win: w}, a, &r)
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// timelineEnd returns when the run's timeline stopped: the last
+// LoadEndDetail phase event of evs. ok is false when the log has none (a
+// hand-made log), which judges every window.
+func timelineEnd(evs []event.Event) (at time.Duration, ok bool) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if e := evs[i]; e.Kind == event.PhaseStart && e.Source == "run" && e.Detail == LoadEndDetail {
+			return e.At, true
+		}
+	}
+	return 0, false
 }
 
 func typeList() string {

@@ -223,6 +223,8 @@ func TestStreamAssertions(t *testing.T) {
 			a: scenario.Assertion{Type: scenario.AssertLatency, Stream: "tax", MaxLatency: dur(ms1)}},
 		{name: "latency empty window", series: short, verdict: Error, contains: []string{"completed no requests in recovery:db-pause"},
 			a: scenario.Assertion{Type: scenario.AssertLatency, Stream: "orders", Window: "recovery:db-pause", MaxLatency: dur(ms1)}},
+		{name: "error rate over a window the stream sent nothing in", series: short, verdict: Error, contains: []string{"it sent nothing there"},
+			a: scenario.Assertion{Type: scenario.AssertErrorRate, Stream: "orders", Window: "recovery:db-pause", MaxRate: f64(0)}},
 		{name: "error rate 5xx", series: mixed, a: errRate("5xx", 0.05), verdict: Pass, figure: "5.00% (25/500)",
 			contains: []string{"503: 25", "timeout: 10"}},
 		{name: "error rate 4xx", series: mixed, a: errRate("4xx", 0.01), verdict: Fail, figure: "3.00% (15/500)"},
@@ -334,6 +336,9 @@ func TestMetricAndRecovery(t *testing.T) {
 			contains: []string{"did not recover after db-pause off (t=35.001s) by the end of recovery:db-pause"}},
 		{name: "stream recovery from 1 s buckets", events: faultEvents(), series: series, a: streamRec, verdict: Pass, figure: "2.00s",
 			contains: []string{"orders recovered 2.00s after db-pause off (at t=37.000s)"}},
+		{name: "stream recovery when the stream sent nothing after the fault is an error", events: faultEvents(), a: streamRec, verdict: Error,
+			series:   map[string]*measure.Series{"orders": mkSeries("orders", steady(30, bucketSpec{n: 100, lat: 5 * ms1}))},
+			contains: []string{`stream "orders" sent nothing in recovery:db-pause after db-pause ended (t=35.001s): nothing to judge`}},
 		{name: "metric holds in baseline", events: evs, a: metric, verdict: Pass, figure: "3 (worst, at t=5.300s)",
 			extra: []string{"samples=15 samples", "violations=0 violations"}},
 		{name: "metric broken in the fault", events: evs, a: metricFault, verdict: Fail, figure: "15 (worst, at t=20.300s)",
@@ -527,6 +532,30 @@ func TestJudgeRouting(t *testing.T) {
 			figure: "never", evidence: []string{"og-0 never went unready"}},
 		{name: "median replica detected", events: naiveEvents(), a: detection(10*sec, "fault:db-pause", pct(50)), verdict: Pass,
 			figure: "2.00s"},
+	} {
+		t.Run(c.name, c.run)
+	}
+}
+
+// TestWindowsCutShortAreAborted: when the run's timeline stopped early (its
+// load-end event comes before a window's end), that window is not judged
+// (verdict aborted, never pass), while windows that ended before the stop
+// are judged as usual; a log without the event judges every window.
+func TestWindowsCutShortAreAborted(t *testing.T) {
+	stopAt := func(at time.Duration) []event.Event {
+		return append(correctEvents(), event.Event{At: at, Kind: event.PhaseStart, Source: "run", Detail: LoadEndDetail})
+	}
+	ready := scenario.Assertion{Type: scenario.AssertReady, Service: "order-gateway", Window: "recovery:db-pause"}
+	restarts := scenario.Assertion{Type: scenario.AssertRestarts, Service: "order-gateway", Window: "baseline", Max: intp(0)}
+	for _, c := range []judgeCase{
+		{name: "stopped at 0 s: a window at 35-45 s never ran", events: stopAt(0), a: ready, verdict: Aborted, figure: "n/a",
+			contains: []string{"not judged: window recovery:db-pause [t=35.000s, t=45.000s) never ran: the run stopped at t=0.000s"}},
+		{name: "stopped inside the window", events: stopAt(40 * sec), a: ready, verdict: Aborted,
+			contains: []string{"was cut short: the run stopped at t=40.000s"}},
+		{name: "stopped after the window: judged", events: stopAt(50 * sec), a: ready, verdict: Pass},
+		{name: "stopped exactly at the window's end: judged", events: stopAt(45 * sec), a: ready, verdict: Pass},
+		{name: "earlier window still judged", events: stopAt(22 * sec), a: restarts, verdict: Pass},
+		{name: "no load-end event: judged", events: correctEvents(), a: ready, verdict: Pass},
 	} {
 		t.Run(c.name, c.run)
 	}

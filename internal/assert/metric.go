@@ -184,6 +184,12 @@ func judgeRecovery(in *input, a scenario.Assertion, r *Result) {
 		if s == nil {
 			return
 		}
+		// A stream that sent nothing after the fault cannot show recovery
+		// (nor its absence).
+		if from := max(off, in.win.Start); from >= in.win.End || s.Window(from, in.win.End).Requests == 0 {
+			setError(r, "stream %q sent nothing in %s after %s ended (%s): nothing to judge", a.Stream, r.Window, f, FormatOffset(off))
+			return
+		}
 		at, found, note = streamRecovery(in, a, s, off, hold)
 	default:
 		setError(r, "recovery assertion needs a metric condition (metric, op, value) or a stream condition (stream, maxLatency/maxRate)")

@@ -36,7 +36,7 @@ func streamWindow(in *input, a scenario.Assertion, r *Result, from, to time.Dura
 	}
 	b := s.Window(from, to)
 	if b.Requests == 0 {
-		setError(r, "stream %q completed no requests in %s [%s, %s): nothing to judge",
+		setError(r, "stream %q completed no requests in %s [%s, %s): it sent nothing there (it did not run then, or its load stopped), so there is nothing to judge",
 			a.Stream, what, FormatOffset(from), FormatOffset(to))
 		return nil
 	}

@@ -296,8 +296,10 @@ func faultSpans(p *plan.Plan, evs []event.Event, end time.Duration) []faultSpan 
 	}
 	for i := range out {
 		f := &out[i]
-		if !f.offSeen && (f.off < 0 || f.off > end) {
-			f.off = end
+		// A fault still on when measurement stopped (or whose off came
+		// after it) is cut at the run's end.
+		if f.off < 0 || f.off > end {
+			f.off, f.offSeen = end, false
 		}
 		f.recEnd = end
 		if w, ok := p.Window("recovery:" + f.name); ok && w.End > f.off {

@@ -313,3 +313,27 @@ func dump(fs []findings.Finding) string {
 	}
 	return b.String()
 }
+
+// TestFaultOutlastingTheRun: a run stopped at t=30 s, inside its fault,
+// says nothing about recovery (there was none to see) and cuts the fault's
+// windows at the stop.
+func TestFaultOutlastingTheRun(t *testing.T) {
+	r := newRun()
+	for i, e := range r.events {
+		if e.Kind == event.PhaseStart && e.Detail == "load-end" {
+			r.events[i].At = sec(30)
+		}
+	}
+	r.fail(20, 30, 100, 503, "")
+	for _, f := range r.compute() {
+		if f.Kind == findings.KindRecovery {
+			t.Errorf("a recovery finding for a fault still on at the run's end: %s", f.Text)
+		}
+		if f.Severity == findings.Warning {
+			t.Errorf("warning: %s", f.Text)
+		}
+		if f.Kind == findings.KindShedding && !strings.Contains(f.Text, "(t=20.0-30.0 s)") {
+			t.Errorf("shedding window not cut at the stop: %s", f.Text)
+		}
+	}
+}

@@ -186,7 +186,7 @@ func (c *ctx) nextOn(f faultSpan) time.Duration {
 // fault or the run's end.
 func (c *ctx) recovery(stream string, f faultSpan) []Finding {
 	base := c.baseline(stream)
-	if base == nil || !f.offSeen && f.off >= c.end {
+	if base == nil || f.off >= c.end {
 		return nil
 	}
 	o := c.opt

@@ -273,7 +273,9 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	// the generator and collapsed it in the benchmarks); a stalled server
 	// still gets as many connections as the load needs, 32 at a time.
 	dials := make(chan struct{}, e.opts.MaxDials)
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
+		done := markDial(ctx)
+		defer func() { done(err) }()
 		select {
 		case dials <- struct{}{}:
 		case <-ctx.Done():

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,6 +334,7 @@ func TestErrorKinds(t *testing.T) {
 		url, kind string
 		timeout   time.Duration
 	}{
+		{fullBacklog(t), measure.ErrDialTimeout, 200 * time.Millisecond},
 		{closedURL, measure.ErrRefused, 3 * time.Second},
 		{reset.URL, measure.ErrReset, 3 * time.Second},
 		{slow.URL, measure.ErrTimeout, 200 * time.Millisecond},
@@ -363,7 +365,11 @@ func TestClassify(t *testing.T) {
 		`Get "http://x": EOF`: measure.ErrReset,
 		`Get "http://x": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`: measure.ErrTimeout,
 		`context deadline exceeded (Client.Timeout or context cancellation while reading body)`:      measure.ErrTimeout,
-		`Get "http://x": dial tcp: lookup nowhere.invalid: no such host`:                             measure.ErrOther,
+		`Get "http://x": dial tcp: lookup nowhere.invalid: no such host`:                             measure.ErrUnreachable,
+		`Get "http://x": dial tcp 127.0.0.1:9: i/o timeout`:                                          measure.ErrDialTimeout,
+		`Get "http://x": dial tcp 192.0.2.1:80: connect: no route to host`:                           measure.ErrUnreachable,
+		`Get "http://x": context deadline exceeded; ` + noConnection:                                 measure.ErrDialTimeout,
+		`Get "http://x": something else`:                                                             measure.ErrOther,
 	} {
 		if got := classify(msg); got != want {
 			t.Errorf("classify(%q) = %s, want %s", msg, got, want)
@@ -519,4 +525,41 @@ func TestRouters(t *testing.T) {
 	if tot := e.Series()["s"].Total(); tot.OK != 40 {
 		t.Fatalf("%d ok of %d, want 40", tot.OK, tot.Requests)
 	}
+}
+
+// fullBacklog returns the URL of a loopback listener that never accepts and
+// whose accept queue is full, so that a new connection is never
+// established: the kernel drops its SYNs and the dial hangs until the
+// client gives up.
+func fullBacklog(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	// Fill the accept queue (its length is the backlog + 1) and keep the
+	// connections open.
+	for i := 0; ; i++ {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			break
+		}
+		t.Cleanup(func() { c.Close() })
+		if i > 16 {
+			t.Skip("the kernel keeps accepting connections for a listener with backlog 0; cannot make a dial hang")
+		}
+	}
+	return "http://" + addr
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,17 +17,31 @@ import (
 	"github.com/drillhq/drill/internal/scenario"
 )
 
+// noConnection ends the error text of a request whose timeout fired while
+// its connection was still being opened (see transport.RoundTrip), so that
+// classify can tell a dial timeout from a slow response.
+const noConnection = "no connection was made within the timeout"
+
 // classify maps a vegeta Result.Error of a request that got no response to
 // a measure error kind. vegeta only keeps the error text, so this matches
-// the messages of net/http and the kernel: a closed connection ("EOF")
+// the messages of net/http and the kernel: a failed dial ("dial tcp ...")
+// is refused, a dial timeout or unreachable; a closed connection ("EOF")
 // counts as a reset.
 func classify(msg string) string {
 	m := strings.ToLower(msg)
 	switch {
-	case strings.Contains(m, "timeout") || strings.Contains(m, "deadline exceeded"):
-		return measure.ErrTimeout
+	case strings.Contains(m, noConnection):
+		return measure.ErrDialTimeout
 	case strings.Contains(m, "connection refused"):
 		return measure.ErrRefused
+	case strings.Contains(m, "dial tcp") || strings.Contains(m, "no route to host") ||
+		strings.Contains(m, "network is unreachable") || strings.Contains(m, "no such host"):
+		if strings.Contains(m, "timeout") {
+			return measure.ErrDialTimeout
+		}
+		return measure.ErrUnreachable
+	case strings.Contains(m, "timeout") || strings.Contains(m, "deadline exceeded"):
+		return measure.ErrTimeout
 	case strings.Contains(m, "connection reset") || strings.Contains(m, "broken pipe") ||
 		strings.HasSuffix(m, "eof") || strings.Contains(m, "eof (") || strings.Contains(m, "server closed"):
 		return measure.ErrReset
@@ -124,6 +140,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// timer and a cancel channel per request.
 	ctx, cancel := context.WithTimeout(req.Context(), s.timeout)
 	rs := &reqState{s: s, seq: seq, seqOK: seqOK, cancel: cancel}
+	// The stream's dial function marks the connection attempts it makes
+	// for this request (see dialState).
+	ctx = context.WithValue(ctx, dialStateKey{}, &rs.dial)
 	finish := rs.finish
 	// A shallow copy: vegeta builds a fresh request (and header map) for
 	// every hit and never reuses it, so the transport may edit the header.
@@ -159,6 +178,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			out += req.ContentLength
 		}
 		resp, err := t.send(req)
+		if err != nil && rs.dial.pending() && isTimeout(err) {
+			// The timeout fired while the connection was still being
+			// opened: a dial timeout, not a slow response.
+			err = fmt.Errorf("%w; %s", err, noConnection)
+		}
 		if attempt >= s.retry.maxAttempts || !s.retry.wants(resp, err, req.Context()) {
 			if err != nil {
 				finish(0, out, retries)
@@ -246,6 +270,48 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// isTimeout reports whether err is a timeout (a context deadline or a
+// network timeout).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// dialStateKey is the context key of a request's *dialState.
+type dialStateKey struct{}
+
+// dialState counts the connection attempts made for one request: begun
+// (including those waiting for a dial slot), ended, and failed. Safe for
+// concurrent use (the transport dials in its own goroutine).
+type dialState struct {
+	begun, ended, failed atomic.Int32
+}
+
+// pending reports whether a connection attempt for the request has begun
+// and not ended, or ended in failure (the dial's own timeout can fire at
+// the same moment as the request's).
+func (d *dialState) pending() bool {
+	return d.begun.Load() > d.ended.Load() || d.failed.Load() > 0
+}
+
+// markDial records the start of a connection attempt on behalf of the
+// request whose context is ctx, and returns the function that records its
+// end with the dial's error; both do nothing for a context without a
+// dialState.
+func markDial(ctx context.Context) func(err error) {
+	d, _ := ctx.Value(dialStateKey{}).(*dialState)
+	if d == nil {
+		return func(error) {}
+	}
+	d.begun.Add(1)
+	return func(err error) {
+		if err != nil {
+			d.failed.Add(1)
+		}
+		d.ended.Add(1)
+	}
+}
+
 // reqState follows one request through the transport: it is the
 // response body handed to vegeta (counting the bytes read) and reports
 // in-flight end, bytes and retries exactly once (on Close, or on error).
@@ -254,6 +320,7 @@ type reqState struct {
 	seq              uint64
 	seqOK            bool
 	cancel           context.CancelFunc // ends the request's timeout context
+	dial             dialState
 	body             io.ReadCloser
 	in, out, retries int64
 	done             atomic.Bool

@@ -48,11 +48,46 @@ func Quantile(h *hdrhistogram.Histogram, q float64) time.Duration {
 
 // Error kinds of requests that got no HTTP response.
 const (
+	// ErrTimeout: the request's timeout ended it after it had a connection
+	// (a slow or hanging server), or while it waited for one of the
+	// stream's connection slots.
 	ErrTimeout = "timeout"
+	// ErrRefused: the target refused the connection.
 	ErrRefused = "connection-refused"
-	ErrReset   = "connection-reset"
-	ErrOther   = "other"
+	// ErrReset: the connection was reset or closed before a response.
+	ErrReset = "connection-reset"
+	// ErrDialTimeout: no connection was made within the request's timeout.
+	ErrDialTimeout = "dial-timeout"
+	// ErrUnreachable: the connection could not be opened for another
+	// reason (no route, network unreachable, unknown host).
+	ErrUnreachable = "unreachable"
+	// ErrOther: anything else.
+	ErrOther = "other"
 )
+
+// ConnectionLevel reports whether an error kind means the request never
+// reached a server's HTTP handling: refused, unreachable, dial timeout, or
+// reset before a response. HTTP error statuses and timeouts of a request
+// that had a connection are not connection-level.
+func ConnectionLevel(kind string) bool {
+	switch kind {
+	case ErrRefused, ErrReset, ErrDialTimeout, ErrUnreachable:
+		return true
+	}
+	return false
+}
+
+// ConnectionErrors counts b's requests that failed at connection level
+// (see [ConnectionLevel]).
+func (b *Bucket) ConnectionErrors() int64 {
+	var n int64
+	for kind, c := range b.Errors {
+		if ConnectionLevel(kind) {
+			n += c
+		}
+	}
+	return n
+}
 
 // Bucket is one stream's measurements for requests whose intended send time
 // falls in [Start, Start+Width). Not safe for concurrent use.

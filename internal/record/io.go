@@ -259,6 +259,60 @@ func redactProbe(p *scenario.Probe) *scenario.Probe {
 	return &c
 }
 
+// DefaultMaxConnectionErrors is a stream's default maxConnectionErrors:
+// more than half of its requests failing at connection level makes the run
+// invalid.
+const DefaultMaxConnectionErrors = 0.5
+
+// CheckConnectionErrors returns the streams of series whose share of
+// connection-level errors (measure.ConnectionLevel) over [from, to) (clock
+// offsets, usually the run window) is above the stream's
+// maxConnectionErrors (default DefaultMaxConnectionErrors), sorted by
+// name. sc may be nil (defaults for every stream).
+func CheckConnectionErrors(sc *scenario.Scenario, series map[string]*measure.Series, from, to time.Duration) []StreamConnErrors {
+	bounds := map[string]float64{}
+	if sc != nil {
+		for _, st := range sc.Streams {
+			if st.MaxConnectionErrors != nil {
+				bounds[st.Name] = *st.MaxConnectionErrors
+			}
+		}
+	}
+	names := make([]string, 0, len(series))
+	for n := range series {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []StreamConnErrors
+	for _, n := range names {
+		s := series[n]
+		if s == nil {
+			continue
+		}
+		b := s.Window(from, to)
+		if b.Requests == 0 {
+			continue
+		}
+		bound, ok := bounds[n]
+		if !ok {
+			bound = DefaultMaxConnectionErrors
+		}
+		errs := b.ConnectionErrors()
+		frac := float64(errs) / float64(b.Requests)
+		if frac <= bound {
+			continue
+		}
+		by := map[string]int64{}
+		for k, c := range b.Errors {
+			if measure.ConnectionLevel(k) && c > 0 {
+				by[k] = c
+			}
+		}
+		out = append(out, StreamConnErrors{Stream: n, Errors: errs, Requests: b.Requests, ByKind: by, Fraction: frac, Bound: bound})
+	}
+	return out
+}
+
 // CheckLag compares each stream's late requests over [from, to) with its
 // lag budget (scenario.LagBudget; default: at most 1% of requests later
 // than 10ms) and returns the streams beyond budget, sorted by name. The

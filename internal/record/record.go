@@ -9,6 +9,8 @@
 package record
 
 import (
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,6 +93,9 @@ type Validity struct {
 	// FaultsOffPath lists faults whose proxy carried no traffic or whose
 	// canary toxic did not show in the service's latency.
 	FaultsOffPath []OffPath `json:"faultsOffPath,omitempty"`
+	// ConnectionErrors lists streams whose share of connection-level
+	// errors passed their bound (maxConnectionErrors).
+	ConnectionErrors []StreamConnErrors `json:"connectionErrors,omitempty"`
 	// Problems are other reasons the measurement is invalid.
 	Problems []string `json:"problems,omitempty"`
 	// Warnings are worth reading but do not invalidate the run.
@@ -99,7 +104,22 @@ type Validity struct {
 
 // Valid reports whether no check invalidated the measurement.
 func (v Validity) Valid() bool {
-	return len(v.LoadBehind) == 0 && len(v.FaultsOffPath) == 0 && len(v.Problems) == 0
+	return len(v.LoadBehind) == 0 && len(v.FaultsOffPath) == 0 && len(v.ConnectionErrors) == 0 && len(v.Problems) == 0
+}
+
+// StreamConnErrors says how many of a stream's requests failed at
+// connection level (measure.ConnectionLevel) in the run window.
+type StreamConnErrors struct {
+	Stream string `json:"stream"`
+	// Errors counts connection-level failures; Requests all completed
+	// requests; ByKind the failures per error kind.
+	Errors   int64            `json:"errors"`
+	Requests int64            `json:"requests"`
+	ByKind   map[string]int64 `json:"byKind,omitempty"`
+	// Fraction is Errors/Requests (0..1); Bound the stream's
+	// maxConnectionErrors.
+	Fraction float64 `json:"fraction"`
+	Bound    float64 `json:"bound"`
 }
 
 // StreamLag says how far a stream's generator fell behind its schedule.
@@ -200,7 +220,7 @@ func (r *Run) ComputeFindings() {
 // Decide returns the exit code the run's record calls for and a one-line
 // reason, by DESIGN section 7 in order of precedence: cleanup unverified
 // (5), aborted (3), measurement invalid or an assertion that could not be
-// judged (4), an assertion failed (1), else 0.
+// judged or whose window was cut short (4), an assertion failed (1), else 0.
 func (r *Run) Decide() (int, string) {
 	if !r.Cleanup.Verified {
 		why := "cleanup could not be verified"
@@ -227,6 +247,9 @@ func (r *Run) Decide() (int, string) {
 		if res.Verdict == assert.Error {
 			return ExitInvalid, "assertion " + res.Name + " could not be judged: " + res.Message
 		}
+		if res.Verdict == assert.Aborted {
+			return ExitInvalid, "assertion " + res.Name + " was " + res.Message
+		}
 		if res.Verdict != assert.Pass {
 			failed = append(failed, res.Name)
 		}
@@ -251,6 +274,20 @@ func (v Validity) Summary() string {
 	}
 	for _, f := range v.FaultsOffPath {
 		parts = append(parts, "fault "+f.Fault+" not on the traffic path: "+f.Detail)
+	}
+	for _, c := range v.ConnectionErrors {
+		kinds := make([]string, 0, len(c.ByKind))
+		for k := range c.ByKind {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for i, k := range kinds {
+			kinds[i] = k + " " + strconv.FormatInt(c.ByKind[k], 10)
+		}
+		parts = append(parts, "stream "+c.Stream+" failed at connection level on "+assert.FormatPercent(c.Fraction)+
+			" of its requests ("+strconv.FormatInt(c.Errors, 10)+"/"+strconv.FormatInt(c.Requests, 10)+": "+strings.Join(kinds, ", ")+
+			"), above its bound of "+assert.FormatPercent(c.Bound)+
+			": the load did not reach a server (check the target; set maxConnectionErrors on the stream when a fault is meant to break its connections)")
 	}
 	parts = append(parts, v.Problems...)
 	if len(parts) == 0 {

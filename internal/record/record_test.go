@@ -3,8 +3,10 @@ package record_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +155,11 @@ func TestDecidePrecedence(t *testing.T) {
 			Validity: record.Validity{FaultsOffPath: []record.OffPath{{Fault: "db-pause", Detail: "proxy pg carried 0 bytes"}}}},
 			4, "fault db-pause not on the traffic path"},
 		{"aborted", record.Run{Cleanup: record.Cleanup{Verified: true}, Aborted: "SIGTERM", Results: []assert.Result{fail}}, 3, "SIGTERM"},
+		{"window cut short, run not aborted", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{pass,
+			{Name: "d", Verdict: assert.Aborted, Message: "not judged: window run [t=5.000s, t=60.000s) was cut short: the run stopped at t=2.000s"}}},
+			4, "assertion d was not judged: window run"},
+		{"window cut short by a signal", record.Run{Cleanup: record.Cleanup{Verified: true}, Aborted: "SIGTERM",
+			Results: []assert.Result{{Name: "d", Verdict: assert.Aborted}}}, 3, "SIGTERM"},
 		{"cleanup first", record.Run{Aborted: "SIGTERM", Cleanup: record.Cleanup{Leftovers: []record.Leftover{{Kind: "toxic", Name: "drill-x-latency",
 			Remove: "drill cleanup --run-id x"}}}}, 5, "toxic drill-x-latency may still be active; remove it with: drill cleanup --run-id x"},
 	} {
@@ -184,5 +191,71 @@ func TestCheckLag(t *testing.T) {
 	sc := &scenario.Scenario{Streams: []scenario.Stream{{Name: "orders", LagBudget: &scenario.LagBudget{Fraction: 0.05}}}}
 	if got := record.CheckLag(sc, series, 0, 10*time.Second); len(got) != 0 {
 		t.Errorf("5%% budget: %+v", got)
+	}
+}
+
+// TestCheckConnectionErrors: only connection-level failures count (not
+// HTTP error statuses, not timeouts of a connected request), over the
+// given window only, against the stream's bound (default 0.5); a stream
+// whose scenario expects them (maxConnectionErrors: 1) passes.
+func TestCheckConnectionErrors(t *testing.T) {
+	bucket := func(sec int, codes map[int]int64, errs map[string]int64) *measure.Bucket {
+		b := measure.NewBucket(time.Duration(sec)*time.Second, time.Second)
+		for c, n := range codes {
+			b.Codes[c] = n
+			b.Requests += n
+		}
+		for k, n := range errs {
+			b.Errors[k] = n
+			b.Requests += n
+		}
+		return b
+	}
+	series := func(bs ...*measure.Bucket) map[string]*measure.Series {
+		return map[string]*measure.Series{"orders": {Stream: "orders", Buckets: bs}}
+	}
+	refusedAll := series(bucket(0, nil, map[string]int64{measure.ErrRefused: 100}), bucket(1, nil, map[string]int64{measure.ErrRefused: 100}))
+	one := 1.0
+	for _, c := range []struct {
+		name   string
+		sc     *scenario.Scenario
+		series map[string]*measure.Series
+		from   time.Duration
+		want   string // "" = valid
+	}{
+		{"every request refused", nil, refusedAll, 0, "orders 200/200 1 bound 0.5 connection-refused=200"},
+		{"expected by the scenario", &scenario.Scenario{Streams: []scenario.Stream{{Name: "orders", MaxConnectionErrors: &one}}}, refusedAll, 0, ""},
+		{"HTTP 502 and 503 are answers", nil, series(bucket(0, map[int]int64{502: 60, 503: 40}, nil)), 0, ""},
+		{"timeouts of connected requests are not connection errors", nil, series(bucket(0, nil, map[string]int64{measure.ErrTimeout: 100})), 0, ""},
+		{"mixed kinds above the bound", nil, series(bucket(0, map[int]int64{200: 40}, map[string]int64{
+			measure.ErrDialTimeout: 20, measure.ErrUnreachable: 20, measure.ErrReset: 20})), 0,
+			"orders 60/100 0.6 bound 0.5 connection-reset=20 dial-timeout=20 unreachable=20"},
+		{"exactly at the bound", nil, series(bucket(0, map[int]int64{200: 50}, map[string]int64{measure.ErrRefused: 50})), 0, ""},
+		{"outside the window (warm-up) does not count", nil,
+			series(bucket(0, nil, map[string]int64{measure.ErrRefused: 100}), bucket(1, map[int]int64{200: 100}, nil)), time.Second, ""},
+	} {
+		got := record.CheckConnectionErrors(c.sc, c.series, c.from, 2*time.Second)
+		var s string
+		for _, g := range got {
+			kinds := []string{}
+			for _, k := range []string{measure.ErrRefused, measure.ErrReset, measure.ErrDialTimeout, measure.ErrUnreachable} {
+				if n := g.ByKind[k]; n > 0 {
+					kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+				}
+			}
+			sort.Strings(kinds)
+			s = fmt.Sprintf("%s %d/%d %g bound %g %s", g.Stream, g.Errors, g.Requests, g.Fraction, g.Bound, strings.Join(kinds, " "))
+		}
+		if s != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, s, c.want)
+		}
+		v := record.Validity{ConnectionErrors: got}
+		if v.Valid() != (c.want == "") {
+			t.Errorf("%s: Valid() = %v", c.name, v.Valid())
+		}
+	}
+	v := record.Validity{ConnectionErrors: record.CheckConnectionErrors(nil, refusedAll, 0, 2*time.Second)}
+	if want := "stream orders failed at connection level on 100.0% of its requests (200/200: connection-refused 200), above its bound of 50.0%"; !strings.Contains(v.Summary(), want) {
+		t.Errorf("Summary() = %q, want it to contain %q", v.Summary(), want)
 	}
 }

@@ -49,6 +49,7 @@ type junitCase struct {
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Failure    *junitProblem   `xml:"failure,omitempty"`
 	Error      *junitProblem   `xml:"error,omitempty"`
+	Skipped    *junitSkipped   `xml:"skipped,omitempty"`
 	SystemOut  *junitText      `xml:"system-out,omitempty"`
 }
 
@@ -56,6 +57,12 @@ type junitProblem struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
 	Text    string `xml:",cdata"`
+}
+
+// junitSkipped marks a test case that was not judged (its window was cut
+// short by an abort).
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 // junitText is element text written as CDATA, newlines kept.
@@ -112,6 +119,10 @@ func WriteJUnit(w io.Writer, run *record.Run) error {
 		case assert.Fail:
 			suite.Failures++
 			c.Failure = &junitProblem{Message: r.Figure.Text + " vs " + r.Bound, Type: string(r.Type), Text: body}
+		case assert.Aborted:
+			suite.Skipped++
+			c.Skipped = &junitSkipped{Message: r.Message}
+			c.SystemOut = text(body)
 		default:
 			suite.Errors++
 			c.Error = &junitProblem{Message: "could not judge: " + r.Message, Type: string(r.Type), Text: body}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
@@ -31,10 +32,21 @@ func runs() map[string]*record.Run {
 	invalid.Validity.LoadBehind = []record.StreamLag{{Stream: "card-auth", Late: 400, Requests: 7700, Fraction: 0.052, Budget: 0.01, LateAfter: 10e6}}
 	invalid.Cleanup = record.Cleanup{Leftovers: []record.Leftover{{Kind: "toxic", Name: "drill-a1b2c3-tax-brownout",
 		Detail: "on proxy tax-api", Remove: "drill cleanup --run-id drill-20260101T120000Z-a1b2c3"}}}
+	// Interrupted by a signal 10 s into the fault: the windows still
+	// running then are aborted (not judged), the baseline is judged.
+	cut := recordtest.Run(recordtest.Options{Scale: 10})
+	for i, e := range cut.Events {
+		if e.Kind == event.PhaseStart && e.Detail == assert.LoadEndDetail {
+			cut.Events[i].At = recordtest.FaultOn + 10*time.Second
+		}
+	}
+	cut.Aborted = "run interrupted at t+30s: interrupt"
+	cut.Rejudge()
 	return map[string]*record.Run{
-		"correct": recordtest.Run(recordtest.Options{Scale: 10}),
-		"naive":   bad,
-		"unclean": invalid,
+		"correct":     recordtest.Run(recordtest.Options{Scale: 10}),
+		"naive":       bad,
+		"unclean":     invalid,
+		"interrupted": cut,
 	}
 }
 
@@ -66,10 +78,12 @@ func TestJUnitGolden(t *testing.T) {
 			if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
 				t.Fatalf("junit.xml is not well-formed: %v", err)
 			}
-			// One case per assertion, validity, cleanup, and findings.
-			want := len(run.Results) + 2
+			want := len(run.Results) + 2 // plus validity and cleanup
+			if run.Aborted != "" {
+				want++ // plus "run completed"
+			}
 			if len(run.Findings) > 0 {
-				want++
+				want++ // plus "findings"
 			}
 			if doc.Tests != want {
 				t.Errorf("tests = %d, want %d", doc.Tests, want)
@@ -168,5 +182,30 @@ func TestSummaryStartup(t *testing.T) {
 		"1 CrashLoopBackOff wait, 1 failed start; first: container exited with code 1 (Error)\n"
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, buf.String())
+	}
+}
+
+// TestWriteAllAbortedWindows: windows cut short by an abort read ABORTED
+// in report.html and in run.json (verdict "aborted"), never PASS.
+func TestWriteAllAbortedWindows(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "reports", "interrupted")
+	if err := report.WriteAll(dir, runs()["interrupted"]); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, report.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(html, []byte(`<span class="v aborted">ABORTED</span>`)) || bytes.Contains(html, []byte(`<span class="v pass">`)) {
+		t.Error("report.html does not mark the cut-short windows ABORTED (or shows a PASS)")
+	}
+	rec, err := record.Load(filepath.Join(dir, report.RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rec.Results {
+		if r.Verdict != assert.Aborted {
+			t.Errorf("run.json: %s verdict %q, want %q", r.Name, r.Verdict, assert.Aborted)
+		}
 	}
 }

@@ -255,6 +255,8 @@ func verdictWord(v assert.Verdict) string {
 		return "PASS"
 	case assert.Fail:
 		return "FAIL"
+	case assert.Aborted:
+		return "ABORTED"
 	}
 	return "ERROR"
 }

@@ -310,7 +310,11 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		spec.PortEnv, spec.PortFormat = s.Port.Env, s.Port.Format
 	}
 	r.log.Info("starting service", "service", s.Name, "replicas", replicas, "command", fmt.Sprint(spec.Command))
-	svc, err := runtime.Start(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name))
+	// The replicas live until teardown, not until the graceful context
+	// ends: a signal must stop the load first, then the faults, then the
+	// services (otherwise requests still in flight meet stopping replicas
+	// and end in 502, failing windows that were passing).
+	svc, err := runtime.Start(context.WithoutCancel(ctx), r.clock, r.evlog, spec, r.log.With("service", s.Name))
 	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start service %s: %w", s.Name, err))
 	}

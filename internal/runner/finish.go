@@ -51,6 +51,7 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 	rec.Results = assert.Judge(r.plan, r.sc.Assertions, rec.Events, rec.Series)
 	rec.ComputeFindings()
 	rec.Validity.LoadBehind = record.CheckLag(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
+	rec.Validity.ConnectionErrors = record.CheckConnectionErrors(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
 
 	rec.Cleanup.Verified = revertErr == nil && verifyErr == nil && len(leftovers) == 0
 	if !rec.Cleanup.Verified {

@@ -166,3 +166,87 @@ current-context: production
 		t.Errorf("report dir exists after a refused run: %v", statErr)
 	}
 }
+
+// writeScenario writes a scenario into a temporary directory and loads it.
+func writeScenario(t *testing.T, text string) *scenario.Scenario {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Load(path)
+	if err != nil {
+		t.Fatalf("load scenario: %v", err)
+	}
+	return sc
+}
+
+// TestRunWithoutLoadRunsItsTimeline: a scenario with no stream still runs
+// its whole timeline (here 3 s), so an assertion over its last second is
+// judged on what was observed then, and the run's load-end event marks
+// the end of the timeline, not the moment bring-up finished.
+func TestRunWithoutLoadRunsItsTimeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3 s drill")
+	}
+	sc := writeScenario(t, `apiVersion: drill.dev/v1alpha1
+kind: Scenario
+metadata:
+  name: no-load
+timeline:
+  duration: 3s
+  windows:
+    - name: last-second
+      from: 2s
+      to: 3s
+dependencies:
+  - name: exporter
+    httpStub:
+      contentType: text/plain; version=0.0.4
+      body: "up 1\n"
+observers:
+  metrics:
+    - name: exporter
+      url: ${dependencies.exporter.url}/metrics
+      interval: 200ms
+assertions:
+  - name: up-late
+    type: metric
+    metric: up
+    op: "=="
+    value: 1
+    window: last-second
+`)
+	var out bytes.Buffer
+	started := time.Now()
+	res, err := Run(context.Background(), runOptions(t, sc, &out))
+	took := time.Since(started)
+	if res.Record == nil {
+		t.Fatalf("no record; code %d, err %v", res.Code, err)
+	}
+	if res.Code != exitcode.OK || err != nil {
+		t.Fatalf("code %d, err %v\n%s", res.Code, err, out.String())
+	}
+	if took < 3*time.Second {
+		t.Errorf("the run took %s; want at least its 3 s timeline", took)
+	}
+	var end time.Duration
+	var samplesLate int
+	for _, e := range res.Record.Events {
+		if e.Kind == event.PhaseStart && e.Detail == "load-end" {
+			end = e.At
+		}
+		if e.Kind == event.Metric && e.At >= 2*time.Second && e.At < 3*time.Second {
+			samplesLate++
+		}
+	}
+	if end < 3*time.Second {
+		t.Errorf("load-end at %s; want at or after the timeline's 3 s", end)
+	}
+	if samplesLate == 0 {
+		t.Error("no metric sample in [2s, 3s): the observers did not run through the timeline")
+	}
+	if r := res.Record.Results[0]; r.Verdict != "pass" {
+		t.Errorf("up-late: %s %s", r.Verdict, r.Message)
+	}
+}

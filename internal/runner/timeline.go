@@ -13,6 +13,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
@@ -122,14 +123,19 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 	r.evlog.Shift(-moved)
 	r.evlog.Emit(event.Event{At: 0, Kind: event.PhaseStart, Source: "run", Detail: "load-start"})
 
-	runErr := tl.execute(ctx)
+	stoppedAt, runErr := tl.execute(ctx)
+	// load-end marks where the timeline stopped: at or after its duration
+	// when it ran its full length, earlier when it was cut short (windows
+	// ending after it are not judged).
+	r.evlog.Emit(event.Event{At: stoppedAt, Kind: event.PhaseStart, Source: "run", Detail: assert.LoadEndDetail})
 
-	// Faults off (anything still on), then verify nothing of ours remains.
+	// Load has stopped (execute waited for it); now faults off (anything
+	// still on), then verify nothing of ours remains. Services stop last,
+	// in teardown.
 	cleanupErr := tl.revertAll()
 	leftovers, verifyErr := r.verify()
 	stopObservers()
 	stopObs()
-	r.evlog.Emit(event.Event{At: r.clock.Now(), Kind: event.PhaseStart, Source: "run", Detail: "load-end"})
 
 	return r.finish(tl, runErr, cleanupErr, leftovers, verifyErr)
 }
@@ -279,44 +285,65 @@ func (tl *timeline) warmTraffic(ctx context.Context) error {
 	return nil
 }
 
-// execute runs the load and the fault schedule until the plan ends or ctx
-// ends (graceful stop).
-func (tl *timeline) execute(ctx context.Context) error {
+// execute runs the timeline: the load and the fault schedule, for the
+// plan's whole duration whether or not load runs (a scenario without
+// streams, or whose load a stop condition ended, still runs its windows),
+// until ctx ends (graceful stop) or a stop condition aborts. It returns
+// once load has stopped and every request in flight has ended, with the
+// clock offset at which the timeline stopped: at or after the plan's
+// duration when it ran its full length, else the moment it was cut short.
+func (tl *timeline) execute(ctx context.Context) (time.Duration, error) {
 	r := tl.r
-	loadCtx, stopLoad := context.WithCancel(ctx)
+	tlCtx, stopTimeline := context.WithCancel(ctx)
+	defer stopTimeline()
+	loadCtx, stopLoad := context.WithCancel(tlCtx)
 	defer stopLoad()
+	stopped := make(chan time.Duration, 1)
+	go func() {
+		<-tlCtx.Done()
+		stopped <- r.clock.Now()
+	}()
 
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tl.schedule(loadCtx)
+		tl.schedule(tlCtx)
 	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tl.watchStops(loadCtx, stopLoad)
+		tl.watchStops(tlCtx, stopLoad, stopTimeline)
 	}()
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		tl.progress(loadCtx)
+		tl.progress(tlCtx)
 	}()
 
 	err := tl.engine.Run(loadCtx)
-	stopLoad()
+	if wait := r.plan.Duration - r.clock.Now(); wait > 0 && tlCtx.Err() == nil {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-tlCtx.Done():
+			t.Stop()
+		}
+	}
+	stopTimeline()
+	at := <-stopped
 	wg.Wait()
 	<-progressDone
 	if cause := tl.abortCause(); cause != nil {
-		return cause
+		return at, cause
 	}
 	if ctx.Err() != nil {
-		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("run interrupted at t+%s: %w", r.clock.Now().Round(time.Millisecond), context.Cause(ctx)))
+		return at, exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("run interrupted at t+%s: %w", at.Round(time.Millisecond), context.Cause(ctx)))
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("load: %w", err))
+		return at, exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("load: %w", err))
 	}
-	return nil
+	return at, nil
 }
 
 func (tl *timeline) abortCause() error {
@@ -429,8 +456,9 @@ func (tl *timeline) revertAll() error {
 	return tl.r.revertStack()
 }
 
-// watchStops evaluates stop conditions once a second.
-func (tl *timeline) watchStops(ctx context.Context, stopLoad context.CancelFunc) {
+// watchStops evaluates stop conditions once a second. stopLoad ends the
+// load alone (the timeline runs on); stopTimeline ends the whole timeline.
+func (tl *timeline) watchStops(ctx context.Context, stopLoad, stopTimeline context.CancelFunc) {
 	r := tl.r
 	if len(r.sc.StopConditions) == 0 {
 		return
@@ -485,7 +513,7 @@ func (tl *timeline) watchStops(ctx context.Context, stopLoad context.CancelFunc)
 			case scenario.StopAbort:
 				tl.endFaults("stop condition " + sc.Name)
 				tl.abort(exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("aborted by stop condition %s", detail)))
-				stopLoad()
+				stopTimeline()
 			}
 		}
 	}

@@ -123,7 +123,8 @@ type KubernetesEnv struct {
 // on), fault:<name> = [at, at+for), recovery:<name> = [off,
 // min(off+Recovery, Duration)), run = [Warmup, Duration).
 type Timeline struct {
-	// Duration is the whole run from t=0; required, > 0.
+	// Duration is the whole run from t=0; required, > 0 and at most 24h
+	// (longer soaks are several runs).
 	Duration Duration `yaml:"duration" json:"duration"`
 	// Warmup is excluded from every window; default 0.
 	Warmup Duration `yaml:"warmup,omitempty" json:"warmup,omitempty"`
@@ -396,7 +397,8 @@ type Stream struct {
 	// TargetsFile reads vegeta targets (format http or json) from a file
 	// relative to the scenario.
 	TargetsFile *TargetsFile `yaml:"targetsFile,omitempty" json:"targetsFile,omitempty"`
-	// Rate is a constant rate, e.g. 2800/s. Exactly one of Rate, Ramp, Steps.
+	// Rate is a constant rate, e.g. 2800/s, at most 1000000/s (as is every
+	// rate of Ramp and Steps). Exactly one of Rate, Ramp, Steps.
 	Rate *Rate `yaml:"rate,omitempty" json:"rate,omitempty"`
 	// Ramp is a linear ramp from From to To over the stream's duration.
 	Ramp *Ramp `yaml:"ramp,omitempty" json:"ramp,omitempty"`
@@ -412,8 +414,8 @@ type Stream struct {
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	// MaxConnections caps connections per host; 0 = unlimited.
 	MaxConnections int `yaml:"maxConnections,omitempty" json:"maxConnections,omitempty"`
-	// MaxWorkers caps concurrent in-flight requests; 0 = engine default
-	// (1.25 x peak rate x timeout + 64, at most 10,000).
+	// MaxWorkers caps concurrent in-flight requests, at most 100,000; 0 =
+	// engine default (1.25 x peak rate x timeout + 64, at most 10,000).
 	MaxWorkers int `yaml:"maxWorkers,omitempty" json:"maxWorkers,omitempty"`
 	// KeepAlive reuses connections; default true.
 	KeepAlive *bool `yaml:"keepAlive,omitempty" json:"keepAlive,omitempty"`
@@ -422,6 +424,15 @@ type Stream struct {
 	// LagBudget: the run is invalid (exit 4) if more than Fraction of
 	// requests went out later than Late; default 1% later than 10ms.
 	LagBudget *LagBudget `yaml:"lagBudget,omitempty" json:"lagBudget,omitempty"`
+	// MaxConnectionErrors bounds the share (0..1) of the stream's requests
+	// in the run window that failed at connection level (refused,
+	// unreachable, dial timeout, reset before a response; not HTTP error
+	// statuses nor timeouts of a request that had a connection). Above it
+	// the run is invalid (exit 4): the load did not reach a server, so its
+	// figures say nothing about the system. Default 0.5; set 1 when a fault
+	// is meant to break the stream's connections (e.g. down on the proxy
+	// it targets).
+	MaxConnectionErrors *float64 `yaml:"maxConnectionErrors,omitempty" json:"maxConnectionErrors,omitempty"`
 }
 
 // Target is one request template.

@@ -104,6 +104,29 @@ var (
 	tokenRE    = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
+// Upper bounds drill run would otherwise meet only after it started the
+// scenario's dependencies and services. Validate (and so drill validate and
+// drill plan) refuses anything beyond them before anything starts.
+const (
+	// MaxRunDuration bounds timeline.duration (and so every offset inside
+	// it): 24 h. A drill is a bounded experiment (the longest game day is
+	// a working day); every stream keeps one measurement bucket per second
+	// for the whole run, in memory and in run.json, and the fault journal
+	// keeps a fault's leftovers until the run ends, so a mistyped unit
+	// (87600h for 87.6s) must not start a run that never ends.
+	MaxRunDuration = 24 * time.Hour
+	// MaxStreamRate bounds every rate of a stream (rate, ramp.from,
+	// ramp.to, steps[].rate) in req/s: 1,000,000/s. drill's engine sends
+	// tens of thousands of requests per second per core, and its schedule
+	// needs a send interval of at least 1 ns (at most 1e9/s); a figure
+	// above a million per second is a typo, not a load test.
+	MaxStreamRate = 1_000_000
+	// MaxStreamWorkers bounds a stream's maxWorkers: 100,000. Each worker
+	// holds an in-flight request and its connection (a file descriptor);
+	// the engine's own default stops at 10,000.
+	MaxStreamWorkers = 100_000
+)
+
 // Validate checks a scenario after [Scenario.SetDefaults] and returns every
 // problem at once as *[Errors] (nil when it is valid). It checks that
 // references resolve (proxies, dependencies, streams, services, windows,
@@ -251,6 +274,10 @@ func (v *validator) timeline() {
 	t := v.s.Timeline
 	if t.Duration.D() <= 0 {
 		v.errorf("timeline.duration", "duration must be above 0")
+		return
+	}
+	if t.Duration.D() > MaxRunDuration {
+		v.errorf("timeline.duration", "duration %s is longer than drill's limit of %s for one run; split a longer soak into several runs", t.Duration.D(), MaxRunDuration)
 		return
 	}
 	if t.Warmup.D() >= t.Duration.D() {
@@ -591,6 +618,7 @@ func (v *validator) streams() {
 			if st.Rate.Freq <= 0 {
 				v.errorf(p+".rate", "rate must be above 0 (e.g. 2800/s), got %s", st.Rate)
 			}
+			v.rateBound(p+".rate", *st.Rate)
 		}
 		if st.Ramp != nil {
 			shapes++
@@ -600,6 +628,8 @@ func (v *validator) streams() {
 			if st.Ramp.To.Freq <= 0 && st.Ramp.From.Freq <= 0 {
 				v.errorf(p+".ramp", "a ramp must reach a rate above 0")
 			}
+			v.rateBound(p+".ramp.from", st.Ramp.From)
+			v.rateBound(p+".ramp.to", st.Ramp.To)
 		}
 		if len(st.Steps) > 0 {
 			shapes++
@@ -609,6 +639,7 @@ func (v *validator) streams() {
 				if step.Rate.Freq <= 0 {
 					v.errorf(sp+".rate", "rate must be above 0 (e.g. 200/s), got %s", step.Rate)
 				}
+				v.rateBound(sp+".rate", step.Rate)
 				if step.For.D() <= 0 {
 					v.errorf(sp+".for", "for must be above 0")
 				}
@@ -640,6 +671,8 @@ func (v *validator) streams() {
 		}
 		if st.MaxWorkers < 0 {
 			v.errorf(p+".maxWorkers", "must not be negative")
+		} else if st.MaxWorkers > MaxStreamWorkers {
+			v.errorf(p+".maxWorkers", "maxWorkers %d is above drill's limit of %d concurrent requests per stream", st.MaxWorkers, MaxStreamWorkers)
 		}
 		if r := st.Retry; r != nil {
 			if !oneOf(string(r.Policy), RetryPolicies) {
@@ -654,9 +687,19 @@ func (v *validator) streams() {
 				}
 			}
 		}
+		if m := st.MaxConnectionErrors; m != nil && !(*m >= 0 && *m <= 1) {
+			v.errorf(p+".maxConnectionErrors", "maxConnectionErrors must be between 0 and 1, got %v", *m)
+		}
 		if lb := st.LagBudget; lb != nil && !(lb.Fraction >= 0 && lb.Fraction <= 1) {
 			v.errorf(p+".lagBudget.fraction", "fraction must be between 0 and 1, got %v", lb.Fraction)
 		}
+	}
+}
+
+// rateBound refuses a rate above MaxStreamRate at field.
+func (v *validator) rateBound(field string, r Rate) {
+	if r.PerSecond() > MaxStreamRate {
+		v.errorf(field, "rate %s (%.4g/s) is above drill's limit of %d/s per stream", r, r.PerSecond(), MaxStreamRate)
 	}
 }
 
