@@ -219,8 +219,9 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		Grace:    grace,
 		Listen:   s.Listen,
 		LogDir:   filepath.Join(r.outDir(), "logs"),
+		Redact:   r.redactor,
 	}
-	r.log.Info("starting service", "service", s.Name, "replicas", replicas, "command", fmt.Sprint(spec.Command))
+	r.log.Info("starting service", "service", s.Name, "replicas", replicas, "command", fmt.Sprint(r.redactor.Args(spec.Command)))
 	svc, err := runtime.Start(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name))
 	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start service %s: %w", s.Name, err))
