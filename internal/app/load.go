@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/progress"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -63,7 +65,7 @@ Without one, the flags describe a single stream:
 Exit codes: 0 done, 2 bad input, 3 could not run, 4 the generator fell
 behind its schedule beyond the lag budget (the figures cannot be trusted).`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (rerr error) {
 			var streams []scenario.Stream
 			dir := ""
 			if len(args) == 1 {
@@ -74,9 +76,17 @@ behind its schedule beyond the lag budget (the figures cannot be trusted).`,
 				if err != nil {
 					return err
 				}
-				if streams, err = scenarioStreams(s); err != nil {
-					return exitcode.Wrap(exitcode.BadInput, err)
+				env := s.EnvVars(os.LookupEnv)
+				secrets := make([]string, 0, len(env))
+				for _, v := range env {
+					secrets = append(secrets, v)
 				}
+				rd := s.Redactor(secrets...)
+				g.Logger = slog.New(redact.Handler(g.Logger.Handler(), rd))
+				if streams, err = scenarioStreams(s, env); err != nil {
+					return redact.Error(exitcode.Wrap(exitcode.BadInput, err), rd)
+				}
+				defer func() { rerr = redact.Error(rerr, rd) }()
 				if len(s.Faults) > 0 {
 					g.Logger.Warn("drill load injects no faults; ignoring the scenario's", "faults", len(s.Faults))
 				}
@@ -151,13 +161,17 @@ func (f *loadFlags) stream() (scenario.Stream, error) {
 	return st, nil
 }
 
-// scenarioStreams returns the scenario's streams with ${run.id} filled; any
-// other ${...} reference is refused (only drill run can fill it).
-func scenarioStreams(s *scenario.Scenario) ([]scenario.Stream, error) {
+// scenarioStreams returns the scenario's streams with ${run.id} and the
+// ${env.NAME} values of env (scenario.EnvVars) filled; any other ${...}
+// reference is refused (only drill run can fill it).
+func scenarioStreams(s *scenario.Scenario, env map[string]string) ([]scenario.Stream, error) {
 	if len(s.Streams) == 0 {
 		return nil, fmt.Errorf("%s: the scenario has no streams", s.File)
 	}
 	vars := map[string]string{"run.id": fmt.Sprintf("load-%d", time.Now().Unix())}
+	for k, v := range env {
+		vars[k] = v
+	}
 	expand := func(where, v string) (string, error) {
 		out, err := scenario.Expand(v, vars)
 		if err != nil {
@@ -182,6 +196,20 @@ func scenarioStreams(s *scenario.Scenario) ([]scenario.Stream, error) {
 				}
 			}
 			t.Headers = hdr
+			if t.Body, err = expand(where+".body", t.Body); err != nil {
+				return nil, err
+			}
+		}
+		if st.BasicAuth != nil {
+			ba := *st.BasicAuth
+			var err error
+			if ba.Username, err = expand(fmt.Sprintf("streams[%d].basicAuth.username", i), ba.Username); err != nil {
+				return nil, err
+			}
+			if ba.Password, err = expand(fmt.Sprintf("streams[%d].basicAuth.password", i), ba.Password); err != nil {
+				return nil, err
+			}
+			st.BasicAuth = &ba
 		}
 		out[i] = st
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -65,14 +66,17 @@ func execute(ctx, hard context.Context, stdout, stderr io.Writer, args []string,
 }
 
 // printError writes err once: located scenario errors as they are (one
-// "file:line:col: path: message" per line, as editors expect), anything
-// else prefixed with "drill: ".
+// "file:line:col: path: message" per line, as editors expect; the scenario
+// package redacted their messages), anything else prefixed with "drill: "
+// and redacted by the default rules (internal/redact), as errors may echo
+// URLs and connection strings.
 func printError(w io.Writer, err error) {
 	msg := err.Error()
 	if scenario.AsErrors(err) != nil {
 		fmt.Fprintln(w, msg)
 		return
 	}
+	msg = (*redact.Redactor)(nil).Text(msg)
 	var u *usageError
 	if errors.As(err, &u) {
 		fmt.Fprintf(w, "drill: %s\nRun '%s --help' for usage.\n", msg, u.command)

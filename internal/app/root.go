@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -151,7 +152,8 @@ touched), 3 could not run, 4 invalid measurement, 5 cleanup unverified.`,
 	return root
 }
 
-// newLogger builds the stderr logger for --log-format and -v.
+// newLogger builds the stderr logger for --log-format and -v; every record
+// follows the default redaction rules (internal/redact).
 func newLogger(w io.Writer, format string, verbosity int) (*slog.Logger, error) {
 	level := slog.LevelWarn
 	switch {
@@ -163,9 +165,9 @@ func newLogger(w io.Writer, format string, verbosity int) (*slog.Logger, error) 
 	opts := &slog.HandlerOptions{Level: level}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(redact.Handler(slog.NewTextHandler(w, opts), nil)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(redact.Handler(slog.NewJSONHandler(w, opts), nil)), nil
 	}
 	return nil, fmt.Errorf("invalid --log-format %q; known: json, text", format)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -562,4 +563,35 @@ func fullBacklog(t *testing.T) string {
 		}
 	}
 	return "http://" + addr
+}
+
+// TestBasicAuth: a stream's basicAuth reaches every request of every
+// target (inline and from a targets file) as RFC 7617 credentials.
+func TestBasicAuth(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		mu.Lock()
+		got[fmt.Sprintf("%s %v %s:%s", r.URL.Path, ok, u, p)]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "targets.txt"), []byte("GET "+srv.URL+"/file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []scenario.Stream{
+		{Name: "inline", Targets: []scenario.Target{{URL: srv.URL + "/inline"}}},
+		{Name: "file", TargetsFile: &scenario.TargetsFile{Path: "targets.txt"}},
+	} {
+		st.Rate, st.Duration, st.LagBudget = rate(20, time.Second), dur(500*time.Millisecond), relaxed
+		st.BasicAuth = &scenario.BasicAuth{Username: "drill", Password: "s3cret:with:colons"}
+		runStreams(t, event.NewClock(), Options{Dir: dir}, st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got["/inline true drill:s3cret:with:colons"] == 0 || got["/file true drill:s3cret:with:colons"] == 0 {
+		t.Errorf("requests seen (path, basic auth, credentials): %v", got)
+	}
 }

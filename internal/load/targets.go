@@ -2,6 +2,7 @@ package load
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,6 +36,8 @@ type BodyData struct {
 
 // buildTargets returns the stream's targets (inline first, then the
 // targets file's, read eagerly) and the parsed body templates they use.
+// With st.BasicAuth (its values already expanded) every target carries
+// its Authorization header.
 func buildTargets(st scenario.Stream, dir string) ([]vegeta.Target, []*bodyTemplate, error) {
 	var tgts []vegeta.Target
 	var tpls []*bodyTemplate
@@ -75,6 +78,16 @@ func buildTargets(st scenario.Stream, dir string) ([]vegeta.Target, []*bodyTempl
 	}
 	if len(tgts) == 0 {
 		return nil, nil, fmt.Errorf("has no targets (give targets or targetsFile)")
+	}
+	if ba := st.BasicAuth; ba != nil {
+		// The header net/http's SetBasicAuth writes (RFC 7617).
+		auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(ba.Username+":"+ba.Password))
+		for i := range tgts {
+			if tgts[i].Header == nil {
+				tgts[i].Header = http.Header{}
+			}
+			tgts[i].Header.Set("Authorization", auth)
+		}
 	}
 	return tgts, tpls, nil
 }

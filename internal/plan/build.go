@@ -19,8 +19,10 @@ import (
 // min(at+for+timeline.recovery, duration)), then the user's windows.
 // Actions are sorted by time; at equal times offs and stops come before
 // starts and ons, and run-end comes last. Each assertion becomes a
-// judgement of its window. Build fails when an assertion names a window
-// that does not exist.
+// judgement of its window. Action details follow the redaction rules
+// (internal/redact): a URL's password and sensitive query values read
+// REDACTED. Build fails when an assertion names a window that does not
+// exist.
 func Build(s *scenario.Scenario) (*Plan, error) {
 	if s == nil {
 		return nil, fmt.Errorf("build plan: no scenario")
@@ -30,15 +32,17 @@ func Build(s *scenario.Scenario) (*Plan, error) {
 		Duration: s.Timeline.Duration.D(),
 		Warmup:   s.Timeline.Warmup.D(),
 	}
+	// Details are printed and recorded: they follow the redaction rules.
+	rd := s.Redactor()
 	for _, st := range s.Streams {
 		start := st.Start.D()
 		p.Actions = append(p.Actions,
-			Action{At: start, Kind: StreamStart, Target: st.Name, Detail: describeStream(st)},
+			Action{At: start, Kind: StreamStart, Target: st.Name, Detail: rd.Text(describeStream(st))},
 			Action{At: start + st.Duration.D(), Kind: StreamStop, Target: st.Name})
 	}
 	for _, f := range s.Faults {
 		p.Actions = append(p.Actions,
-			Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: describeFault(f)},
+			Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: rd.Text(describeFault(f))},
 			Action{At: f.At.D() + f.For.D(), Kind: FaultOff, Target: f.Name})
 	}
 	p.Actions = append(p.Actions, Action{At: p.Duration, Kind: RunEnd, Target: s.Metadata.Name})

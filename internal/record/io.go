@@ -6,19 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/plan"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
 // Redacted replaces secret values in everything a run writes.
-const Redacted = "REDACTED"
+const Redacted = redact.Redacted
 
 // Marshal returns r as indented run.json bytes, redacted (see [Redact]),
 // with SchemaVersion set.
@@ -120,64 +120,65 @@ func Unmarshal(b []byte) (*Run, error) {
 	return &r, nil
 }
 
-// authRE matches an Authorization (or Proxy-Authorization) header value
-// written into free text: "Authorization: Bearer x", "authorization=x",
-// `"Authorization":"Basic x"`, "Authorization:[Bearer x]".
-var authRE = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization"?\s*[:=]\s*\[?"?)(?:(?:bearer|basic|digest|token|negotiate)\s+)?[^\s",;\]]+`)
-
-// RedactText replaces Authorization header values in s with [Redacted].
+// RedactText applies the default redaction rules (internal/redact) to
+// free text: sensitive header values, URL passwords, sensitive query and
+// key=value values become [Redacted].
 func RedactText(s string) string {
-	if !strings.Contains(strings.ToLower(s), "authorization") {
-		return s
-	}
-	return authRE.ReplaceAllString(s, "${1}"+Redacted)
+	return (*redact.Redactor)(nil).Text(s)
 }
 
-// isSecretHeader reports whether a header's value must not be written.
-func isSecretHeader(name string) bool {
-	n := strings.ToLower(name)
-	return n == "authorization" || n == "proxy-authorization"
+// Redactor returns the redaction rules of r: the defaults, the names its
+// scenario adds (scenario.Redact) and the secret values known to the run
+// ([Run.Secrets] and those written in its scenario).
+func (r *Run) Redactor() *redact.Redactor {
+	return r.Scenario.Redactor(r.Secrets...)
 }
 
-// isSecretEnv reports whether an environment variable looks like a secret.
-func isSecretEnv(name string) bool {
-	n := strings.ToUpper(name)
-	for _, w := range []string{"PASSWORD", "PASSWD", "SECRET", "TOKEN", "API_KEY", "APIKEY", "AUTHORIZATION"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// Redact returns a copy of r, sharing nothing that it changes with r, in
-// which Authorization headers of the scenario's targets and probes,
-// environment variables that look like secrets, and Authorization values
-// in event details, log lines and assertion messages are replaced with
-// [Redacted] (DESIGN section 8). r is not modified.
+// Redact returns a copy of r, sharing nothing that it changes with r, as
+// drill may write it (internal/redact's rules): the scenario through
+// scenario.Scenario.Redacted (sensitive headers, URL passwords and query
+// values, env values, bodies, basicAuth), and the plan's action details,
+// event details, reasons and log lines, assertion messages and evidence,
+// validity, cleanup and error texts, and the environment's Toxiproxy URL
+// through its text rules. What judging reads (plan windows, events'
+// kinds and times, series, assertions) is unchanged, so `drill report`
+// re-judges a redacted record as it would the original. r is not
+// modified.
 func Redact(r *Run) *Run {
+	rd := r.Redactor()
 	c := *r
-	if r.Scenario != nil {
-		c.Scenario = redactScenario(r.Scenario)
+	c.Secrets = nil
+	c.Scenario = r.Scenario.Redacted(rd)
+	if r.Plan != nil {
+		p := *r.Plan
+		p.Actions = make([]plan.Action, len(r.Plan.Actions))
+		for i, a := range r.Plan.Actions {
+			a.Detail = rd.Text(a.Detail)
+			p.Actions[i] = a
+		}
+		if r.Plan.Actions == nil {
+			p.Actions = nil
+		}
+		c.Plan = &p
 	}
 	if r.Events != nil {
 		c.Events = make([]event.Event, len(r.Events))
 		for i, e := range r.Events {
-			e.Detail = RedactText(e.Detail)
-			e.Reason = RedactText(e.Reason)
-			e.Logs = redactLines(e.Logs)
+			e.Detail = rd.Text(e.Detail)
+			e.Reason = rd.Text(e.Reason)
+			e.Logs = redactLines(rd, e.Logs)
 			c.Events[i] = e
 		}
 	}
 	if r.Results != nil {
 		c.Results = make([]assert.Result, len(r.Results))
 		for i, res := range r.Results {
-			res.Message = RedactText(res.Message)
+			res.Message = rd.Text(res.Message)
 			if res.Evidence != nil {
 				ev := make([]assert.Evidence, len(res.Evidence))
 				for j, e := range res.Evidence {
-					e.Detail = RedactText(e.Detail)
-					e.Logs = redactLines(e.Logs)
+					e.Detail = rd.Text(e.Detail)
+					e.Logs = redactLines(rd, e.Logs)
 					ev[j] = e
 				}
 				res.Evidence = ev
@@ -185,78 +186,44 @@ func Redact(r *Run) *Run {
 			c.Results[i] = res
 		}
 	}
+	c.Validity.Problems = redactLines(rd, r.Validity.Problems)
+	c.Validity.Warnings = redactLines(rd, r.Validity.Warnings)
+	if r.Validity.FaultsOffPath != nil {
+		c.Validity.FaultsOffPath = make([]OffPath, len(r.Validity.FaultsOffPath))
+		for i, o := range r.Validity.FaultsOffPath {
+			o.Detail = rd.Text(o.Detail)
+			c.Validity.FaultsOffPath[i] = o
+		}
+	}
+	c.Cleanup.Command = rd.Text(r.Cleanup.Command)
+	if r.Cleanup.Leftovers != nil {
+		c.Cleanup.Leftovers = make([]Leftover, len(r.Cleanup.Leftovers))
+		for i, l := range r.Cleanup.Leftovers {
+			l.Name, l.Detail, l.Remove = rd.Text(l.Name), rd.Text(l.Detail), rd.Text(l.Remove)
+			c.Cleanup.Leftovers[i] = l
+		}
+	}
+	c.Aborted = rd.Text(r.Aborted)
+	c.Error = rd.Text(r.Error)
+	c.Environment.ToxiproxyURL = rd.Text(r.Environment.ToxiproxyURL)
+	if r.Environment.Notes != nil {
+		c.Environment.Notes = make(map[string]string, len(r.Environment.Notes))
+		for k, v := range r.Environment.Notes {
+			c.Environment.Notes[k] = rd.Text(v)
+		}
+	}
 	return &c
 }
 
-func redactLines(lines []string) []string {
+func redactLines(rd *redact.Redactor, lines []string) []string {
 	if lines == nil {
 		return nil
 	}
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = RedactText(l)
+		out[i] = rd.Text(l)
 	}
 	return out
-}
-
-func redactScenario(s *scenario.Scenario) *scenario.Scenario {
-	c := *s
-	c.Streams = make([]scenario.Stream, len(s.Streams))
-	for i, st := range s.Streams {
-		st.Targets = make([]scenario.Target, len(s.Streams[i].Targets))
-		for j, t := range s.Streams[i].Targets {
-			t.Headers = redactMap(t.Headers, isSecretHeader)
-			st.Targets[j] = t
-		}
-		c.Streams[i] = st
-	}
-	if s.Streams == nil {
-		c.Streams = nil
-	}
-	if s.Services != nil {
-		c.Services = make([]scenario.Service, len(s.Services))
-		for i, svc := range s.Services {
-			svc.Env = redactMap(svc.Env, isSecretEnv)
-			svc.Probes.StartupProbe = redactProbe(svc.Probes.StartupProbe)
-			svc.Probes.LivenessProbe = redactProbe(svc.Probes.LivenessProbe)
-			svc.Probes.ReadinessProbe = redactProbe(svc.Probes.ReadinessProbe)
-			c.Services[i] = svc
-		}
-	}
-	return &c
-}
-
-// redactMap returns a copy of m whose values under secret keys are
-// [Redacted]; nil stays nil.
-func redactMap(m map[string]string, secret func(key string) bool) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if secret(k) {
-			v = Redacted
-		}
-		out[k] = v
-	}
-	return out
-}
-
-func redactProbe(p *scenario.Probe) *scenario.Probe {
-	if p == nil || p.HTTPGet == nil || len(p.HTTPGet.HTTPHeaders) == 0 {
-		return p
-	}
-	c := *p
-	g := *p.HTTPGet
-	g.HTTPHeaders = make([]scenario.HTTPHeader, len(p.HTTPGet.HTTPHeaders))
-	for i, h := range p.HTTPGet.HTTPHeaders {
-		if isSecretHeader(h.Name) {
-			h.Value = Redacted
-		}
-		g.HTTPHeaders[i] = h
-	}
-	c.HTTPGet = &g
-	return &c
 }
 
 // DefaultMaxConnectionErrors is a stream's default maxConnectionErrors:

@@ -5,7 +5,8 @@
 // The schema is identified by [SchemaVersion]. Offsets (event times,
 // windows, bucket starts) are nanoseconds on the run's monotonic clock
 // (t=0 when load started); wall-clock times are for display only.
-// [Save] redacts Authorization headers before anything is written.
+// [Save] redacts secrets (internal/redact's rules) before anything is
+// written.
 package record
 
 import (
@@ -82,6 +83,10 @@ type Run struct {
 	Error string `json:"error,omitempty"`
 	// Environment describes where the run happened.
 	Environment Environment `json:"environment"`
+	// Secrets are values the run knows to be secret beyond those written
+	// in its scenario (values read with ${env.NAME}); never written, used
+	// by [Redact] wherever they appear.
+	Secrets []string `json:"-"`
 }
 
 // Validity records the checks that decide whether a run's measurement can

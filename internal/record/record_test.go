@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
@@ -132,6 +133,55 @@ func TestRedaction(t *testing.T) {
 		if got := record.RedactText(in); got != want {
 			t.Errorf("RedactText(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRedactionEveryRule: run.json holds none of the secrets the rules
+// cover, wherever the run put them, and still re-judges to the same
+// verdicts.
+func TestRedactionEveryRule(t *testing.T) {
+	run := recordtest.Run(recordtest.Options{Scale: 10})
+	sc := *run.Scenario
+	sc.Redact.Headers = []string{"X-Tenant-Key"}
+	sc.Streams = append([]scenario.Stream(nil), sc.Streams...)
+	st := &sc.Streams[0]
+	st.BasicAuth = &scenario.BasicAuth{Username: "u", Password: "ba-secret-1"}
+	st.Targets = []scenario.Target{{
+		Method:  "POST",
+		URL:     "http://u:userinfo-secret-2@h/x?token=query-secret-3&page=1",
+		Headers: map[string]string{"Cookie": "sid=cookie-secret-4", "X-Tenant-Key": "tenant-secret-5", "Accept": "text/plain"},
+		Body:    `{"password":"body-secret-6"}`,
+	}}
+	sc.Services = append([]scenario.Service(nil), sc.Services...)
+	sc.Services[0].Env = map[string]string{"GITHUB_PAT": "pat-secret-7", "DATABASE_URL": "postgres://a:dsn-secret-8@db/x", "NOTE": "${env.NOTE_FROM_ENV}"}
+	run.Scenario = &sc
+	run.Secrets = []string{"env-secret-9"}
+	run.Events = append(run.Events, event.Event{At: 0, Kind: event.Note, Source: "run", Detail: "upstream said env-secret-9 and GET http://h/x?token=query-secret-3"})
+	run.Validity.Warnings = append(run.Validity.Warnings, "dial http://u:userinfo-secret-2@h: refused")
+	b, err := record.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 9; i++ {
+		if j := bytes.Index(b, []byte(fmt.Sprintf("-secret-%d", i))); j >= 0 {
+			t.Errorf("run.json holds secret %d: ...%s...", i, b[max(0, j-60):j+10])
+		}
+	}
+	for _, keep := range []string{`"Accept": "text/plain"`, "page=1", "${env.NOTE_FROM_ENV}", `"username": "u"`} {
+		if !bytes.Contains(b, []byte(keep)) {
+			t.Errorf("run.json lacks %s", keep)
+		}
+	}
+	got, err := record.Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal(run.Results)
+	if code := got.Rejudge(); code != run.ExitCode {
+		t.Errorf("re-judged exit %d, want %d", code, run.ExitCode)
+	}
+	if after, _ := json.Marshal(got.Results); !bytes.Equal(before, after) {
+		t.Errorf("re-judged results differ:\nbefore %s\nafter  %s", before, after)
 	}
 }
 

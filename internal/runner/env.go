@@ -305,11 +305,12 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		Grace:    grace,
 		Listen:   s.Listen,
 		LogDir:   logDir,
+		Redact:   r.redactor,
 	}
 	if s.Port != nil {
 		spec.PortEnv, spec.PortFormat = s.Port.Env, s.Port.Format
 	}
-	r.log.Info("starting service", "service", s.Name, "replicas", replicas, "command", fmt.Sprint(spec.Command))
+	r.log.Info("starting service", "service", s.Name, "replicas", replicas, "command", fmt.Sprint(r.redactor.Args(spec.Command)))
 	// The replicas live until teardown, not until the graceful context
 	// ends: a signal must stop the load first, then the faults, then the
 	// services (otherwise requests still in flight meet stopping replicas

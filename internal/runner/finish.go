@@ -47,6 +47,7 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		Events:        r.evlog.Events(),
 		Series:        tl.engine.Series(),
 		Environment:   r.environmentInfo(),
+		Secrets:       r.secrets,
 	}
 	rec.Results = assert.Judge(r.plan, r.sc.Assertions, rec.Events, rec.Series)
 	rec.ComputeFindings()

@@ -20,6 +20,7 @@ import (
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -84,6 +85,9 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 			res = Result{Code: exitcode.CouldNotRun}
 			err = exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill run: internal error: %v", p))
 		}
+		// Errors echo expanded values (URLs, env): they follow the
+		// redaction rules like everything else the run writes.
+		err = redact.Error(err, r.redactor)
 	}()
 	return r.run(ctx)
 }
@@ -98,7 +102,11 @@ type run struct {
 	clock *event.Clock
 	evlog *event.Log
 	vars  map[string]string
-	env   *environment
+	// secrets are the values read with ${env.NAME}; redactor applies the
+	// redaction rules of the scenario and those values to every output.
+	secrets  []string
+	redactor *redact.Redactor
+	env      *environment
 	// journal records every fault and proxy before it is applied; stack
 	// holds their reverts (LIFO), run on every exit path.
 	journal *inject.Journal
@@ -144,15 +152,25 @@ func newRun(opts Options) (*run, error) {
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("plan %s: %w", opts.Scenario.File, err))
 	}
+	vars := opts.Scenario.EnvVars(os.LookupEnv)
+	secrets := make([]string, 0, len(vars))
+	for _, v := range vars {
+		secrets = append(secrets, v)
+	}
+	vars["run.id"] = opts.RunID
+	rd := opts.Scenario.Redactor(secrets...)
+	log := slog.New(redact.Handler(opts.Logger.Handler(), rd))
 	r := &run{
-		opts:  opts,
-		sc:    opts.Scenario,
-		plan:  p,
-		id:    opts.RunID,
-		log:   opts.Logger.With("run", opts.RunID, "scenario", opts.Scenario.Metadata.Name),
-		clock: event.NewClock(),
-		evlog: &event.Log{},
-		vars:  map[string]string{"run.id": opts.RunID},
+		opts:     opts,
+		sc:       opts.Scenario,
+		plan:     p,
+		id:       opts.RunID,
+		log:      log.With("run", opts.RunID, "scenario", opts.Scenario.Metadata.Name),
+		clock:    event.NewClock(),
+		evlog:    &event.Log{},
+		vars:     vars,
+		secrets:  secrets,
+		redactor: rd,
 	}
 	r.stack = &inject.Stack{Log: r.log}
 	return r, nil

@@ -18,7 +18,7 @@ import (
 
 // writeScenario writes src (with {{dir}} replaced by dir) as a scenario
 // file in dir and loads it.
-func writeScenario(t *testing.T, dir, src string) *scenario.Scenario {
+func writeScenarioIn(t *testing.T, dir, src string) *scenario.Scenario {
 	t.Helper()
 	path := filepath.Join(dir, "scenario.yaml")
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(src, "{{dir}}", dir)), 0o644); err != nil {
@@ -41,7 +41,7 @@ func TestRunServiceSetupIndexAndCommand(t *testing.T) {
 		t.Skip("runs a short drill")
 	}
 	dir := t.TempDir()
-	sc := writeScenario(t, dir, `apiVersion: drill.dev/v1alpha1
+	sc := writeScenarioIn(t, dir, `apiVersion: drill.dev/v1alpha1
 kind: Scenario
 metadata:
   name: setup-index
@@ -131,7 +131,7 @@ streams:
 // the setup's last lines; everything started is torn down.
 func TestRunServiceSetupFails(t *testing.T) {
 	dir := t.TempDir()
-	sc := writeScenario(t, dir, `apiVersion: drill.dev/v1alpha1
+	sc := writeScenarioIn(t, dir, `apiVersion: drill.dev/v1alpha1
 kind: Scenario
 metadata:
   name: setup-fails
@@ -202,7 +202,7 @@ func TestRunStartupRestartsFail(t *testing.T) {
 		t.Skip("runs a short drill")
 	}
 	dir := t.TempDir()
-	sc := writeScenario(t, dir, `apiVersion: drill.dev/v1alpha1
+	sc := writeScenarioIn(t, dir, `apiVersion: drill.dev/v1alpha1
 kind: Scenario
 metadata:
   name: startup-restarts

@@ -38,6 +38,8 @@ type timeline struct {
 	engine *load.Engine
 	faults map[string]*faultState
 	order  []string
+	// streams are the scenario's streams with ${...} expanded.
+	streams []scenario.Stream
 	// aborted is set when a stop condition aborts or a signal ended the run.
 	abortMu sync.Mutex
 	aborted error
@@ -179,6 +181,16 @@ func (r *run) newTimeline() (*timeline, error) {
 				return nil, err
 			}
 		}
+		if s.BasicAuth != nil {
+			ba := *s.BasicAuth
+			if ba.Username, err = r.expand(fmt.Sprintf("streams[%d].basicAuth.username", i), ba.Username); err != nil {
+				return nil, err
+			}
+			if ba.Password, err = r.expand(fmt.Sprintf("streams[%d].basicAuth.password", i), ba.Password); err != nil {
+				return nil, err
+			}
+			s.BasicAuth = &ba
+		}
 		if s.Duration.D() == 0 {
 			s.Duration = scenario.Duration{Duration: r.plan.Duration - s.Start.D()}
 		}
@@ -196,6 +208,7 @@ func (r *run) newTimeline() (*timeline, error) {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("prepare load: %w", err))
 	}
 	tl.engine = eng
+	tl.streams = streams
 	return tl, nil
 }
 
@@ -234,20 +247,18 @@ func (tl *timeline) timedWarmTraffic(ctx context.Context) (time.Duration, error)
 	return time.Since(start), err
 }
 
-// warmTraffic sends a few requests of every stream's first target.
+// warmTraffic sends a few requests of every stream's first target, as the
+// load engine would send them (${...} expanded, basicAuth applied).
 func (tl *timeline) warmTraffic(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	var errs []error
 	for i := 0; i < 5; i++ {
-		for si, s := range tl.r.sc.Streams {
+		for si, s := range tl.streams {
 			if len(s.Targets) == 0 {
 				continue
 			}
 			t := s.Targets[0]
-			url, err := scenario.Expand(t.URL, tl.r.vars)
-			if err != nil {
-				return err
-			}
+			url := t.URL
 			// The same template data the load engine renders (load.BodyData).
 			tpl, err := template.New("body").Parse(t.Body)
 			if err != nil {
@@ -270,6 +281,9 @@ func (tl *timeline) warmTraffic(ctx context.Context) error {
 			for k, v := range t.Headers {
 				req.Header.Set(k, v)
 			}
+			if ba := s.BasicAuth; ba != nil {
+				req.SetBasicAuth(ba.Username, ba.Password)
+			}
 			resp, err := client.Do(req)
 			if err != nil {
 				errs = append(errs, err)
@@ -279,7 +293,7 @@ func (tl *timeline) warmTraffic(ctx context.Context) error {
 			_ = resp.Body.Close()
 		}
 	}
-	if len(errs) > 0 && len(errs) == 5*len(tl.r.sc.Streams) {
+	if len(errs) > 0 && len(errs) == 5*len(tl.streams) {
 		return errors.Join(errs...)
 	}
 	return nil

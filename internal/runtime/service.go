@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -51,6 +53,9 @@ type ServiceSpec struct {
 	// and stderr, appended across restarts). "" means a temporary directory
 	// removed by Stop.
 	LogDir string
+	// Redact, when set, redacts every line written to the pod logs
+	// (internal/redact's rules); nil writes the replicas' output as it is.
+	Redact *redact.Redactor
 	// Options tune back-off (tests), the log ring and the event source.
 	Options Options
 }
@@ -63,7 +68,9 @@ type Service struct {
 	proxy    *Proxy
 	replicas []*Replica
 	files    []*os.File
-	tmpDir   string
+	// logs hold the unfinished last line of each redacted pod log.
+	logs   []*redact.LineWriter
+	tmpDir string
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every replica change
@@ -125,10 +132,16 @@ func Start(ctx context.Context, clock *event.Clock, sink event.Sink, spec Servic
 			return nil, fmt.Errorf("open log of pod %s: %w", pod, err)
 		}
 		s.files = append(s.files, f)
+		var logs io.Writer = f
+		if spec.Redact != nil {
+			lw := redact.NewLineWriter(f, spec.Redact)
+			s.logs = append(s.logs, lw)
+			logs = lw
+		}
 		r, err := NewReplica(ReplicaConfig{
 			Service: spec.Name, Pod: pod, Container: spec.Name,
 			Command: spec.Command, Env: replicaEnv(spec, ports[i], i), Dir: spec.Dir, Port: ports[i], PortEnv: spec.PortEnv,
-			Probes: spec.Probes, Grace: spec.Grace, Logs: f, Options: spec.Options,
+			Probes: spec.Probes, Grace: spec.Grace, Logs: logs, Options: spec.Options,
 			Clock: clock, Sink: sink, Log: log,
 			OnChange: func(st ReplicaStatus) { s.onChange(i, st) },
 		})
@@ -398,6 +411,11 @@ func (s *Service) Stop(ctx context.Context) error {
 		}
 		wg.Wait()
 		errs = append(errs, rerrs...)
+		for _, lw := range s.logs {
+			if err := lw.Flush(); err != nil {
+				errs = append(errs, fmt.Errorf("write pod log: %w", err))
+			}
+		}
 		for _, f := range s.files {
 			if err := f.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("close log %s: %w", f.Name(), err))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/drillhq/drill/internal/redact"
 )
 
 // Error is one problem found in a scenario, located where the user wrote it.
@@ -72,9 +74,15 @@ func (e *Errors) Unwrap() []error {
 // errorList collects located errors.
 type errorList struct {
 	list []*Error
+	// rd redacts messages (nil: the default rules): a problem must not
+	// print the secret it is about.
+	rd *redact.Redactor
 }
 
-func (l *errorList) add(e *Error) { l.list = append(l.list, e) }
+func (l *errorList) add(e *Error) {
+	e.Msg = redactMessage(l.rd, e.Path, e.Msg)
+	l.list = append(l.list, e)
+}
 
 // err returns nil or the sorted, de-duplicated *Errors.
 func (l *errorList) err(mainFile string) error {

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"fmt"
+	"os"
+	"reflect"
 	"sort"
 	"strings"
 )
@@ -16,6 +18,13 @@ import (
 //	${proxies.<name>.addr|host|port}       the proxy's resolved listen address
 //	${services.<name>.url|addr}            the local service proxy (or Service.URL on kubernetes)
 //	${run.id}                              the run's id
+//	${env.<NAME>}                          drill's own environment variable NAME
+//
+// ${env.NAME} takes a value (a secret, typically) from drill's environment
+// so that the scenario need not hold it: a variable that is not set is a
+// validation error, and the value is redacted wherever it would appear in
+// what drill writes (the scenario is recorded with the reference, not the
+// value).
 
 // Ref is one ${...} reference found in a string.
 type Ref struct {
@@ -114,13 +123,64 @@ func (s *Scenario) refTable() map[string]map[string][]string {
 	return t
 }
 
+// envPrefix starts a reference to drill's own environment, ${env.NAME}.
+const envPrefix = "env."
+
+// EnvRefs returns the names of the environment variables the scenario's
+// string values reference as ${env.NAME}, sorted, each once. Malformed
+// references are left to validation.
+func (s *Scenario) EnvRefs() []string {
+	seen := map[string]bool{}
+	walkStrings(reflect.ValueOf(s).Elem(), "", func(_, v string) {
+		if !strings.Contains(v, "${") {
+			return
+		}
+		refs, _ := Refs(v)
+		for _, r := range refs {
+			if name, ok := strings.CutPrefix(r.Key, envPrefix); ok && envNameRE.MatchString(name) {
+				seen[name] = true
+			}
+		}
+	})
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// EnvVars returns the expansion variables of the scenario's ${env.NAME}
+// references ("env.NAME" -> value), read with lookup (os.LookupEnv in
+// drill); variables lookup does not find are left out, so [Expand] fails
+// on them. Every value is a secret: callers redact it wherever it could be
+// written.
+func (s *Scenario) EnvVars(lookup func(string) (string, bool)) map[string]string {
+	vars := map[string]string{}
+	for _, name := range s.EnvRefs() {
+		if v, ok := lookup(name); ok {
+			vars[envPrefix+name] = v
+		}
+	}
+	return vars
+}
+
 // checkRef says what is wrong with reference key, or "" when it resolves.
 func (s *Scenario) checkRef(key string, table map[string]map[string][]string) string {
 	if key == "run.id" {
 		return ""
 	}
+	if name, ok := strings.CutPrefix(key, envPrefix); ok {
+		if !envNameRE.MatchString(name) {
+			return fmt.Sprintf("malformed reference ${%s}; write ${env.NAME} with NAME an environment variable name (letters, digits, _)", key)
+		}
+		if _, set := os.LookupEnv(name); !set {
+			return fmt.Sprintf("${%s}: environment variable %s is not set in drill's environment", key, name)
+		}
+		return ""
+	}
 	parts := strings.Split(key, ".")
-	kinds := []string{"dependencies", "proxies", "run", "services"}
+	kinds := []string{"dependencies", "env", "proxies", "run", "services"}
 	if parts[0] == "run" {
 		return fmt.Sprintf("unknown reference ${%s}; the run exposes only ${run.id}", key)
 	}
@@ -155,10 +215,12 @@ func (s *Scenario) checkRef(key string, table map[string]map[string][]string) st
 }
 
 // SampleVars returns a value for every reference the scenario can make,
-// shaped like the real ones (loopback addresses on port 1). Validation uses
-// it to check that expanded URLs and addresses are well-formed.
+// shaped like the real ones (loopback addresses on port 1; ${env.NAME}
+// references get their real values when set). Validation uses it to check
+// that expanded URLs and addresses are well-formed.
 func (s *Scenario) SampleVars() map[string]string {
-	vars := map[string]string{"run.id": "run-00000000"}
+	vars := s.EnvVars(os.LookupEnv)
+	vars["run.id"] = "run-00000000"
 	for kind, names := range s.refTable() {
 		for name, attrs := range names {
 			for _, a := range attrs {

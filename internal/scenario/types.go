@@ -55,6 +55,9 @@ type Scenario struct {
 	// Claims are times a source document claims (e.g. "unready at T=35 s");
 	// each is reported beside the measured time as a finding, never gated.
 	Claims []Claim `yaml:"claims,omitempty" json:"claims,omitempty"`
+	// Redact adds header names and query keys to the rules that keep
+	// secrets out of everything drill writes; the default rules always apply.
+	Redact Redaction `yaml:"redact,omitempty" json:"redact,omitempty"`
 
 	// File is the path the scenario was read from (not part of the YAML).
 	File string `yaml:"-" json:"-"`
@@ -433,6 +436,22 @@ type Stream struct {
 	// is meant to break the stream's connections (e.g. down on the proxy
 	// it targets).
 	MaxConnectionErrors *float64 `yaml:"maxConnectionErrors,omitempty" json:"maxConnectionErrors,omitempty"`
+	// BasicAuth sends HTTP basic authentication with every request of the
+	// stream (its targets and its targetsFile's); a target may then not set
+	// an Authorization header.
+	BasicAuth *BasicAuth `yaml:"basicAuth,omitempty" json:"basicAuth,omitempty"`
+}
+
+// BasicAuth sets the Authorization header of every request of a stream to
+// "Basic " + base64(username:password) (RFC 7617). Take the credentials
+// from drill's environment with ${env.NAME} rather than writing them in
+// the scenario; the Authorization header and the password are redacted in
+// everything drill writes.
+type BasicAuth struct {
+	// Username may use ${...} (e.g. ${env.API_USER}); required, without ':'.
+	Username string `yaml:"username" json:"username"`
+	// Password may use ${...} (e.g. ${env.API_PASSWORD}); may be empty.
+	Password string `yaml:"password,omitempty" json:"password,omitempty"`
 }
 
 // Target is one request template.
@@ -441,10 +460,14 @@ type Target struct {
 	Method string `yaml:"method,omitempty" json:"method,omitempty"`
 	// URL is required, absolute (http://...), may use ${...}.
 	URL string `yaml:"url" json:"url"`
-	// Headers are sent on every request. Authorization is redacted in reports.
+	// Headers are sent on every request; values may use ${...}. The values
+	// of sensitive headers (see Redaction) are redacted in everything
+	// drill writes.
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 	// Body is a Go text/template with {{.ID}} (unique per request),
-	// {{.Seq}} (sequence number) and {{.Time}} (RFC 3339 intended send time).
+	// {{.Seq}} (sequence number) and {{.Time}} (RFC 3339 intended send
+	// time); it may use ${...}. Reports record only its size and a sha256
+	// prefix, never its text.
 	Body string `yaml:"body,omitempty" json:"body,omitempty"`
 }
 
@@ -662,6 +685,40 @@ type StopCondition struct {
 	For Duration `yaml:"for" json:"for"`
 	// Action is warn, end-faults (default), stop-load or abort.
 	Action StopAction `yaml:"action,omitempty" json:"action,omitempty"`
+}
+
+// Redaction keeps secrets out of everything drill writes: run.json,
+// report.html, junit.xml, the terminal summary, logs (drill's and the
+// replicas' pod logs), drill plan and drill validate output and error
+// messages. Its keys only add to the rules, which always apply
+// (case-insensitive): the values of the headers Authorization,
+// Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key, Api-Key,
+// X-Auth-Token, X-Access-Token, X-Csrf-Token, X-Xsrf-Token,
+// X-Amz-Security-Token, X-Vault-Token, Private-Token and of any header
+// whose name contains auth, token, secret, password, passwd, apikey,
+// api-key, credential, signature, session or cookie; the password of
+// user:password@ in any URL (also in connection strings); the values of
+// the query and key=value keys token, access_token, refresh_token,
+// id_token, api_key, apikey, key, password, passwd, pwd, pass, secret,
+// client_secret, sig, signature, auth, session, sessionid, credential,
+// credentials, X-Amz-Signature, X-Amz-Credential and X-Amz-Security-Token,
+// and of any key containing
+// token, secret, password, passwd, apikey, api_key, signature or
+// credential (so password= in a key=value DSN); the whole value of a
+// service env variable whose name contains PASSWORD, PASSWD, SECRET,
+// TOKEN, CREDENTIAL, APIKEY, API_KEY or PRIVATE_KEY or has the word PAT,
+// KEY, PASS, AUTH, AUTHORIZATION, COOKIE, SIG or SIGNATURE (words split
+// at _ - .; GITHUB_PAT yes, PATH no); basicAuth passwords; the argument
+// after a command-line flag with a sensitive name (--password x); request
+// bodies, recorded as their size and a sha256 prefix; and every value
+// read with ${env.NAME} or found by these rules, wherever else it
+// appears. A redacted value reads REDACTED.
+type Redaction struct {
+	// Headers are further header names whose values are redacted (any case).
+	Headers []string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// QueryKeys are further URL query and key=value keys whose values are
+	// redacted (any case).
+	QueryKeys []string `yaml:"queryKeys,omitempty" json:"queryKeys,omitempty"`
 }
 
 // AssertionType names an assertion kind (DESIGN section 5).

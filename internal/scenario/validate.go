@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"reflect"
 	"regexp"
 	"sort"
@@ -137,6 +138,11 @@ const (
 // Errors name the file, line and column from [Scenario.Positions].
 func (s *Scenario) Validate() error {
 	v := &validator{s: s, refs: s.refTable(), vars: s.SampleVars()}
+	var secrets []string
+	for _, val := range s.EnvVars(os.LookupEnv) {
+		secrets = append(secrets, val)
+	}
+	v.errs.rd = s.Redactor(secrets...)
 	v.metadata()
 	v.environment()
 	v.timeline()
@@ -597,11 +603,21 @@ func (v *validator) streams() {
 				if !tokenRE.MatchString(k) {
 					v.errorf(mapKeyPath(tp+".headers", k), "invalid header name %q", k)
 				}
+				if st.BasicAuth != nil && strings.EqualFold(k, "Authorization") {
+					v.errorf(mapKeyPath(tp+".headers", k), "the stream's basicAuth sets Authorization; drop this header or basicAuth")
+				}
 			}
 			if t.Body != "" {
 				if msg := checkBodyTemplate(t.Body); msg != "" {
 					v.errorf(tp+".body", "%s", msg)
 				}
+			}
+		}
+		if ba := st.BasicAuth; ba != nil {
+			if ba.Username == "" {
+				v.errorf(p+".basicAuth.username", "username is required (it may use ${env.NAME})")
+			} else if strings.Contains(ba.Username, ":") {
+				v.errorf(p+".basicAuth.username", "a basic auth username must not contain ':' (RFC 7617)")
 			}
 		}
 		if tf := st.TargetsFile; tf != nil {
