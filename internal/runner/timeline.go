@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -66,13 +65,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	if terr := r.teardown(); terr != nil && err == nil {
 		r.log.Warn("teardown incomplete", "err", terr)
 	}
-	// A run whose cleanup was verified leaves nothing for drill cleanup to
-	// undo: its journal goes; any other run keeps it.
-	if res.Record != nil && res.Record.Cleanup.Verified && r.journal != nil {
-		if rmErr := os.Remove(r.journal.Path()); rmErr != nil && !os.IsNotExist(rmErr) {
-			r.log.Warn("could not remove the fault journal of a clean run", "path", r.journal.Path(), "err", rmErr)
-		}
-	}
+	r.removeSettledJournal(res)
 	r.log.Info("run finished", "took", time.Since(start).Round(time.Millisecond), "code", res.Code)
 	return res, err
 }
