@@ -26,8 +26,8 @@ var version = "dev"
 // Main runs drill with the process's arguments, streams and signals and
 // exits with the code of the outcome. The first SIGINT or SIGTERM cancels
 // the run's context (load stops, faults are reverted, reports flushed); a
-// second one cancels Globals.Hard (no waiting, no reports, but faults are
-// still reverted and processes stopped); a third exits at once with code 3.
+// second one cancels Globals.Hard (a run still reverts faults, stops its
+// processes and writes its reports); a third exits at once with code 3.
 func Main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	hard, cancelHard := context.WithCancel(context.Background())
@@ -38,7 +38,7 @@ func Main() {
 		fmt.Fprintf(os.Stderr, "drill: %s: stopping gracefully (again: stop at once)\n", s)
 		cancel(fmt.Errorf("interrupted by %s", s))
 		s = sigName(<-sigs)
-		fmt.Fprintf(os.Stderr, "drill: %s again: stopping now, still undoing what was started (again: exit without cleanup)\n", s)
+		fmt.Fprintf(os.Stderr, "drill: %s again: still undoing what was started and writing the reports (again: exit without cleanup)\n", s)
 		cancelHard()
 		s = sigName(<-sigs)
 		fmt.Fprintf(os.Stderr, "drill: %s a third time: exiting; faults may remain active, run drill cleanup\n", s)

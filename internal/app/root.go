@@ -48,8 +48,9 @@ type Globals struct {
 	Version string
 	// Getenv reads the environment (os.Getenv in production).
 	Getenv func(string) string
-	// Hard is cancelled on a second interrupt: a run then skips waiting and
-	// reports but still reverts its faults. nil: never cancelled.
+	// Hard is cancelled on a second interrupt. drill run still reverts its
+	// faults, stops what it started and writes its reports; drill agent
+	// stops at once. nil: never cancelled.
 	Hard context.Context
 	// CPUProfile is the hidden --cpuprofile flag: a file that receives a
 	// pprof CPU profile of the whole command (for drill's developers).

@@ -28,7 +28,9 @@ verifies that nothing of the run remains, judges the assertions, prints a
 summary and writes run.json, junit.xml and report.html under --out.
 
 The first Ctrl-C (or SIGTERM) stops load, reverts faults and writes the
-reports (exit 3); a second one skips the reports but still reverts faults.`,
+reports (exit 3). A second one changes nothing of that: faults are still
+reverted, processes stopped and the reports written. A third exits at once
+without cleanup (run drill cleanup afterwards).`,
 		Args: exactArgs(1, "a scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, err := loadScenario(args[0])

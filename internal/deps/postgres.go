@@ -83,6 +83,7 @@ type Postgres struct {
 	exited    chan struct{} // closed when the postmaster has been reaped
 	waitErr   error
 	terminate func(ctx context.Context) error // container mode
+	opts      postgresOptions
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -100,18 +101,26 @@ type Postgres struct {
 // receives SIGKILL if drill dies (parent-death signal); its children, in
 // their own sessions, see it gone and exit by themselves, unless they are
 // stopped by a process pause: then `drill cleanup` continues them from the
-// journal (inject.Cleanup) and they exit.
+// journal (inject.Cleanup) and they exit. The temp dir outlives a killed
+// owner: journal it through [WithFootprint] and `drill cleanup` removes it.
 //
 // Mode container (or auto without binaries): testcontainers-go's PostgreSQL
 // module with spec.Image, which must already be present locally (drill never
 // pulls).
 //
+// opts: [WithFootprint] reports the temp dir and the postmaster as they
+// come into being, so that a caller can journal them.
+//
 // Errors: [ErrNoPostgres] (wrapped, naming what to install) when nothing can
 // start PostgreSQL; otherwise an error carrying the tail of the server log.
 // On error nothing is left behind.
-func StartPostgres(ctx context.Context, spec scenario.PostgresDep, log *slog.Logger) (*Postgres, error) {
+func StartPostgres(ctx context.Context, spec scenario.PostgresDep, log *slog.Logger, opts ...PostgresOption) (*Postgres, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	var o postgresOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
 	spec = withPostgresDefaults(spec)
 	switch spec.Mode {
@@ -120,13 +129,13 @@ func StartPostgres(ctx context.Context, spec scenario.PostgresDep, log *slog.Log
 		if err != nil {
 			return nil, err
 		}
-		return startPostgresBinaries(ctx, spec, bins, log)
+		return startPostgresBinaries(ctx, spec, bins, log, o)
 	case scenario.PostgresContainer:
 		return startPostgresContainer(ctx, spec, log)
 	case scenario.PostgresAuto:
 		bins, binErr := findPostgresBinaries()
 		if binErr == nil {
-			return startPostgresBinaries(ctx, spec, bins, log)
+			return startPostgresBinaries(ctx, spec, bins, log, o)
 		}
 		log.Info("postgres binaries not found, trying a container", "err", binErr)
 		pg, ctrErr := startPostgresContainer(ctx, spec, log)
@@ -139,6 +148,53 @@ func StartPostgres(ctx context.Context, spec scenario.PostgresDep, log *slog.Log
 	default:
 		return nil, fmt.Errorf("start postgres: unknown mode %q; use auto, binaries or container", spec.Mode)
 	}
+}
+
+// PostgresFootprint is what a binaries-mode cluster leaves on the machine
+// when its owner dies without [Postgres.Close] (SIGKILL): its temp dir
+// (data, socket and log; tens of MB) and its processes. Children the
+// postmaster forks work in Dir/data, which names them after the postmaster
+// is gone.
+type PostgresFootprint struct {
+	// Dir is the cluster's temp dir, an absolute path whose base name
+	// starts with [PostgresDirPrefix].
+	Dir string
+	// Postmaster is the postmaster's process (its PID is also its process
+	// group); zero until a postmaster was started.
+	Postmaster proctree.ID
+}
+
+// PostgresDirPrefix starts the base name of every temp dir a binaries-mode
+// cluster lives in ($TMPDIR/drill-pg-*).
+const PostgresDirPrefix = "drill-pg-"
+
+// PostgresOption changes how [StartPostgres] starts a cluster.
+type PostgresOption func(*postgresOptions)
+
+type postgresOptions struct {
+	footprint func(PostgresFootprint) error
+}
+
+// WithFootprint makes [StartPostgres] report the cluster's footprint to
+// record as it grows (binaries mode only; a container is never reported):
+// once right after the temp dir is created, before anything is written
+// into it, and again after each postmaster is started, before it is waited
+// for. A caller journals it so that a cluster whose owner was killed can
+// be found and removed. When record returns an error the start is
+// aborted, nothing is left behind and StartPostgres returns that error.
+func WithFootprint(record func(PostgresFootprint) error) PostgresOption {
+	return func(o *postgresOptions) { o.footprint = record }
+}
+
+// report calls the footprint hook, if any.
+func (o postgresOptions) report(fp PostgresFootprint) error {
+	if o.footprint == nil {
+		return nil
+	}
+	if err := o.footprint(fp); err != nil {
+		return fmt.Errorf("record postgres footprint: %w", err)
+	}
+	return nil
 }
 
 func withPostgresDefaults(spec scenario.PostgresDep) scenario.PostgresDep {
@@ -214,26 +270,32 @@ func runAs() (*syscall.Credential, error) {
 		"(PostgreSQL refuses to run as root)")
 }
 
-func startPostgresBinaries(ctx context.Context, spec scenario.PostgresDep, bins postgresBinaries, log *slog.Logger) (_ *Postgres, err error) {
+func startPostgresBinaries(ctx context.Context, spec scenario.PostgresDep, bins postgresBinaries, log *slog.Logger, o postgresOptions) (_ *Postgres, err error) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultPostgresStartTimeout)
 	defer cancel()
 	cred, err := runAs()
 	if err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "drill-pg-")
+	dir, err := os.MkdirTemp("", PostgresDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("create postgres temp dir: %w", err)
 	}
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		dir = abs
+	}
 	pg := &Postgres{
 		Host: "127.0.0.1", User: spec.User, Database: spec.Database,
-		Mode: scenario.PostgresBinaries, Dir: dir, log: log,
+		Mode: scenario.PostgresBinaries, Dir: dir, log: log, opts: o,
 	}
 	defer func() {
 		if err != nil {
 			_ = pg.Close(context.WithoutCancel(ctx))
 		}
 	}()
+	if err := o.report(PostgresFootprint{Dir: dir}); err != nil {
+		return nil, err
+	}
 	sock := filepath.Join(dir, "sock")
 	if err := os.Mkdir(sock, 0o700); err != nil {
 		return nil, fmt.Errorf("create postgres socket dir: %w", err)
@@ -322,6 +384,11 @@ func (pg *Postgres) startServer(ctx context.Context, spec scenario.PostgresDep, 
 		pg.waitErr = cmd.Wait()
 		close(exited)
 	}()
+	if ids := proctree.IDs([]int{cmd.Process.Pid}); len(ids) == 1 {
+		if err := pg.opts.report(PostgresFootprint{Dir: pg.Dir, Postmaster: ids[0]}); err != nil {
+			return err
+		}
+	}
 	pg.Port = port
 	pg.Addr = net.JoinHostPort(pg.Host, strconv.Itoa(port))
 	pg.DSN = fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", pg.User, pg.Addr, pg.Database)

@@ -43,12 +43,14 @@ type CleanupReport struct {
 }
 
 // Cleanup undoes what killed runs left behind: every applied-but-not-reverted
-// journal entry (toxics removed, disabled proxies re-enabled, process groups
-// continued with SIGCONT, containers unpaused; each success is journaled as
-// reverted), then every drill toxic still on opts.Toxiproxy. A process
-// pause continues each journaled process that still exists with the same
-// start time, even when the group's leader is gone. It goes on after
-// a failure and returns the failures joined. Running it twice is harmless.
+// journal entry, newest first (toxics removed, disabled proxies re-enabled,
+// process groups continued with SIGCONT, containers unpaused, throwaway
+// PostgreSQL clusters continued, killed and their temp dirs removed; each
+// success is journaled as reverted), then every drill toxic still on
+// opts.Toxiproxy. A process pause continues each journaled process that
+// still exists with the same start time, even when the group's leader is
+// gone. It goes on after a failure and returns the failures joined.
+// Running it twice is harmless.
 func Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport, error) {
 	log := opts.Log
 	if log == nil {
@@ -124,8 +126,9 @@ func cleanupJournals(ctx context.Context, opts CleanupOptions, rep *CleanupRepor
 		}
 		for i := len(pending) - 1; i >= 0; i-- {
 			e := pending[i]
-			gone, err := undoEntry(ctx, opts, e)
+			detail, gone, err := undoEntry(ctx, opts, e)
 			l := leftoverOf(e)
+			l.Detail = detail
 			if err != nil {
 				rep.Failed = append(rep.Failed, l)
 				errs = append(errs, fmt.Errorf("run %s: undo %s: %w", run, l, err))
@@ -148,8 +151,18 @@ func cleanupJournals(ctx context.Context, opts CleanupOptions, rep *CleanupRepor
 }
 
 // undoEntry reverts one journal entry. gone says the target no longer
-// existed, so nothing was left to undo.
-func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, err error) {
+// existed, so nothing was left to undo; detail, when not empty, says what
+// was done.
+func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (detail string, gone bool, err error) {
+	if e.Kind == KindPostgres {
+		return undoPostgres(ctx, e)
+	}
+	gone, err = undoFault(ctx, opts, e)
+	return "", gone, err
+}
+
+// undoFault reverts the journal entry of one fault (see [undoEntry]).
+func undoFault(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, err error) {
 	tp := func() Toxiproxy {
 		if opts.Toxiproxy != nil && (e.Toxiproxy == "" || e.Toxiproxy == opts.Toxiproxy.APIURL()) {
 			return opts.Toxiproxy

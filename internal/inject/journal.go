@@ -30,6 +30,11 @@ const (
 	KindProxyCreated   = "proxy-created"   // delete Proxy at Toxiproxy
 	KindProcessPause   = "process-pause"   // SIGCONT Procs (and group PGID while its leader lives)
 	KindContainerPause = "container-pause" // unpause Container
+	// KindPostgres is a throwaway PostgreSQL cluster a run started (not a
+	// fault): continue and kill the processes working in Dir (and Procs),
+	// then remove Dir. Journaled when its temp dir is created; reverted
+	// once the run stopped it and removed the dir.
+	KindPostgres = "postgres"
 )
 
 // Entry is one JSON line of a journal.
@@ -58,8 +63,12 @@ type Entry struct {
 	Procs     []proctree.ID `json:"procs,omitempty"`
 	PIDs      []int         `json:"pids,omitempty"`
 	Container string        `json:"container,omitempty"`
-	// Dependency names the paused dependency (process/container pause).
+	// Dependency names the paused dependency (process/container pause) or
+	// the started one (KindPostgres).
 	Dependency string `json:"dependency,omitempty"`
+	// Dir is a throwaway PostgreSQL's temp dir (KindPostgres): absolute,
+	// its base name starting with drill-pg-.
+	Dir string `json:"dir,omitempty"`
 }
 
 // Journal is an append-only JSON-lines file per run, synced to disk after

@@ -21,6 +21,12 @@ type Leftover struct {
 	// PGID is a process group still stopped; Container a container still paused.
 	PGID      int    `json:"pgid,omitempty"`
 	Container string `json:"container,omitempty"`
+	// Dependency and Dir name a throwaway PostgreSQL (KindPostgres).
+	Dependency string `json:"dependency,omitempty"`
+	Dir        string `json:"dir,omitempty"`
+	// Detail says what [Cleanup] did about it, e.g. "continued and
+	// killed 6 processes, removed 43 MB"; "" elsewhere.
+	Detail string `json:"detail,omitempty"`
 }
 
 // String describes the leftover in one line.
@@ -36,6 +42,12 @@ func (l Leftover) String() string {
 		return fmt.Sprintf("process group %d stopped", l.PGID)
 	case KindContainerPause:
 		return fmt.Sprintf("container %.12s paused", l.Container)
+	case KindPostgres:
+		s := fmt.Sprintf("throwaway PostgreSQL %s in %s", l.Dependency, l.Dir)
+		if l.Detail != "" {
+			s += ": " + l.Detail
+		}
+		return s
 	}
 	return l.Kind
 }
@@ -60,8 +72,10 @@ func Verify(ctx context.Context, tp Toxiproxy, runID string) ([]Leftover, error)
 
 // VerifyRun is [Verify] plus every journal entry of the run that was
 // applied and never reverted (a proxy still disabled, a process group still
-// stopped, a container still paused). tp may be nil when the run used no
-// Toxiproxy; j may be nil.
+// stopped, a container still paused). Dependencies the run started
+// (KindPostgres) are not faults and are stopped after this check, so they
+// are never listed. tp may be nil when the run used no Toxiproxy; j may be
+// nil.
 func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]Leftover, error) {
 	var left []Leftover
 	var errs []error
@@ -84,6 +98,9 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 			if e.Embedded {
 				continue // the embedded server's state ends with the run
 			}
+			if e.Kind == KindPostgres {
+				continue // a dependency, not a fault: stopped after this check
+			}
 			left = append(left, leftoverOf(e))
 		}
 	}
@@ -92,7 +109,7 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 
 func leftoverOf(e Entry) Leftover {
 	return Leftover{RunID: e.Run, Kind: e.Kind, Toxiproxy: e.Toxiproxy, Proxy: e.Proxy, Toxic: e.Toxic,
-		PGID: e.PGID, Container: e.Container}
+		PGID: e.PGID, Container: e.Container, Dependency: e.Dependency, Dir: e.Dir}
 }
 
 func toxicsWithPrefix(ctx context.Context, tp Toxiproxy, prefix string) ([]Leftover, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/drillhq/drill/internal/deps"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/inject/proctree"
 	"github.com/drillhq/drill/internal/runtime"
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -80,12 +81,17 @@ func (r *run) bringUp(ctx context.Context) error {
 		switch {
 		case d.Postgres != nil:
 			r.log.Info("starting PostgreSQL", "dependency", d.Name)
-			pg, err := deps.StartPostgres(ctx, *d.Postgres, r.log.With("dependency", d.Name))
+			pg, err := r.startPostgres(ctx, d.Name, *d.Postgres)
 			if err != nil {
 				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
 			}
 			env.postgres[d.Name] = pg
-			env.onClose("dependency "+d.Name, pg.Close)
+			env.onClose("dependency "+d.Name, func(ctx context.Context) error {
+				if err := pg.Close(ctx); err != nil {
+					return err
+				}
+				return r.journalPostgresGone(d.Name, pg.Dir)
+			})
 			r.setVars("dependencies."+d.Name, pg.Addr)
 			r.vars["dependencies."+d.Name+".dsn"] = pg.DSN
 		case d.HTTPStub != nil:
@@ -116,6 +122,63 @@ func (r *run) bringUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startPostgres starts a throwaway PostgreSQL and journals its temp dir and
+// postmaster as they come into being, so that `drill cleanup` can remove
+// the cluster if drill is killed (SIGKILL) before it stops it. A start that
+// failed removed everything; its entry is closed then.
+func (r *run) startPostgres(ctx context.Context, name string, spec scenario.PostgresDep) (*deps.Postgres, error) {
+	var dir string
+	pg, err := deps.StartPostgres(ctx, spec, r.log.With("dependency", name), deps.WithFootprint(func(fp deps.PostgresFootprint) error {
+		dir = fp.Dir
+		return r.journal.Record(inject.PostgresEntry(inject.OpApply, name, fp.Dir, fp.Postmaster))
+	}))
+	if err != nil && dir != "" {
+		if _, statErr := os.Stat(dir); os.IsNotExist(statErr) {
+			if jerr := r.journalPostgresGone(name, dir); jerr != nil {
+				r.log.Warn("could not journal the removal of a failed PostgreSQL", "err", jerr)
+			}
+		}
+	}
+	return pg, err
+}
+
+// journalPostgresGone closes the journal entry of a stopped PostgreSQL
+// whose temp dir (binaries mode) is removed.
+func (r *run) journalPostgresGone(name, dir string) error {
+	if dir == "" {
+		return nil // a container: never journaled
+	}
+	if err := r.journal.Record(inject.PostgresEntry(inject.OpRevert, name, dir, proctree.ID{})); err != nil {
+		return fmt.Errorf("journal the removal of dependency %s: %w", name, err)
+	}
+	return nil
+}
+
+// removeSettledJournal removes the run's journal when it leaves nothing
+// for `drill cleanup` to undo: every journaled change (faults, proxies,
+// PostgreSQL temp dirs) was reverted and, when the run got as far as
+// reading its proxies back, its cleanup was verified. That holds for a
+// passing run and for one that ended in an error alike; any other run
+// keeps its journal. Call it after teardown.
+func (r *run) removeSettledJournal(res Result) {
+	if r.journal == nil || (res.Record != nil && !res.Record.Cleanup.Verified) {
+		return
+	}
+	path := r.journal.Path()
+	entries, err := inject.ReadJournal(path)
+	if err != nil {
+		r.log.Warn("could not read the fault journal back; keeping it", "path", path, "err", err)
+		return
+	}
+	if pending := inject.Pending(entries); len(pending) > 0 {
+		r.log.Warn("the run left changes behind; its journal stays for drill cleanup", "path", path, "pending", len(pending))
+		return
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		r.log.Warn("could not remove the fault journal of a settled run", "path", path, "err", err)
+	}
 }
 
 func (r *run) needsToxiproxy() bool {

@@ -41,8 +41,9 @@ type Options struct {
 	Stdout, Progress io.Writer
 	// ProgressTTY updates progress in place when true.
 	ProgressTTY bool
-	// Hard is cancelled on a second interrupt: the run skips waiting for
-	// in-flight work and writing reports, but still reverts every fault.
+	// Hard is cancelled on a second interrupt. The run still reverts every
+	// fault, stops what it started and writes its reports; nil means never
+	// cancelled.
 	Hard context.Context
 	// Logger receives structured logs (stderr).
 	Logger *slog.Logger

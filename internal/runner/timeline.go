@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -53,22 +52,23 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	if err := r.preflight(); err != nil {
 		return Result{Code: exitcode.Code(err)}, err
 	}
-	if fi, err := os.Stat(r.outDir()); err == nil && !fi.IsDir() {
-		err := exitcode.Wrap(exitcode.BadInput, fmt.Errorf("--out %s is a file, not a directory", r.outDir()))
-		return Result{Code: exitcode.BadInput}, err
+	// The report directory is claimed (and proved writable) before
+	// anything starts: a run that cannot keep its reports never starts.
+	out, err := r.claimOut()
+	if err != nil {
+		return Result{Code: exitcode.Code(err)}, err
 	}
+	defer func() {
+		if rerr := out.release(); rerr != nil {
+			r.log.Warn("could not release the report directory", "err", rerr)
+		}
+	}()
 	res, err := r.drive(ctx)
 	// Teardown always: faults first (inside drive's defers), then the rest.
 	if terr := r.teardown(); terr != nil && err == nil {
 		r.log.Warn("teardown incomplete", "err", terr)
 	}
-	// A run whose cleanup was verified leaves nothing for drill cleanup to
-	// undo: its journal goes; any other run keeps it.
-	if res.Record != nil && res.Record.Cleanup.Verified && r.journal != nil {
-		if rmErr := os.Remove(r.journal.Path()); rmErr != nil && !os.IsNotExist(rmErr) {
-			r.log.Warn("could not remove the fault journal of a clean run", "path", r.journal.Path(), "err", rmErr)
-		}
-	}
+	r.removeSettledJournal(res)
 	r.log.Info("run finished", "took", time.Since(start).Round(time.Millisecond), "code", res.Code)
 	return res, err
 }

@@ -222,6 +222,43 @@ func ContIDs(pgid int, ids []ID) ([]ID, error) {
 	return done, nil
 }
 
+// InDir returns the IDs of the live (non-zombie) processes whose working
+// directory is dir or lies under it, sorted by PID; dir must be absolute.
+// A working directory removed meanwhile still counts (the kernel shows it
+// with " (deleted)"). Processes whose working directory cannot be read
+// (another user's, without privilege) are skipped. Errors only when /proc
+// cannot be read.
+func InDir(dir string) ([]ID, error) {
+	dir = filepath.Clean(dir)
+	if !filepath.IsAbs(dir) || dir == "/" {
+		return nil, fmt.Errorf("processes in %q: want an absolute directory other than /", dir)
+	}
+	procs, err := Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]int, 0, len(procs))
+	for pid, p := range procs {
+		if p.State == 'Z' || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "cwd"))
+		if err != nil {
+			continue
+		}
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		if cwd == dir || strings.HasPrefix(cwd, dir+"/") {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	out := make([]ID, 0, len(pids))
+	for _, pid := range pids {
+		out = append(out, procs[pid].ID())
+	}
+	return out, nil
+}
+
 // Alive reports whether pid exists and is not a zombie.
 func Alive(pid int) bool {
 	p, err := Read(pid)
