@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/findings"
 	"github.com/drillhq/drill/internal/record"
 )
 
@@ -44,11 +45,11 @@ type drillCase struct {
 
 // TestDrillPairs runs each shortened drill pair with the drill binary as a
 // child process, one run after another: the correct build must exit 0 and
-// the naive twin must exit 1 on the drill's own assertion (issue 6). Exit 4
+// the naive twin must exit 1 on the drill's own assertion. Exit 4
 // (invalid measurement) fails the test with drill's validity message.
 func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the six drills take about 5 minutes")
+		t.Skip("-short: the eight drills take about 6 minutes")
 	}
 	for _, bin := range []string{"initdb", "pg_ctl", "postgres"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -60,11 +61,13 @@ func TestDrillPairs(t *testing.T) {
 
 	cases := []drillCase{
 		{file: "orders-db-brownout", wantExit: record.ExitPass},
-		{file: "orders-db-brownout-naive", wantExit: record.ExitFail, failedRight: restartedByLiveness},
+		{file: "orders-db-brownout-naive", wantExit: record.ExitFail, failedRight: restartedByLiveness("pg-pause")},
 		{file: "payment-tax-brownout", wantExit: record.ExitPass},
 		{file: "payment-tax-brownout-naive", wantExit: record.ExitFail, failedRight: authP99Failed},
 		{file: "orders-overload-routing", wantExit: record.ExitPass},
 		{file: "orders-overload-routing-naive", wantExit: record.ExitFail, failedRight: unroutedUnderOverload},
+		{file: "probe-tutorial-latency", wantExit: record.ExitPass, failedRight: tutorialClaimsReported},
+		{file: "probe-tutorial-latency-naive", wantExit: record.ExitFail, failedRight: restartedByLiveness("db-latency")},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -109,18 +112,25 @@ func TestDrillPairs(t *testing.T) {
 	}
 }
 
-// restartedByLiveness checks the naive order-gateway under the PostgreSQL
-// pause failed no-restarts because its liveness probe failed (MC-CF-01,
-// INV-HLT-01), and that no replica restarted before the pause began.
-func restartedByLiveness(t *testing.T, run *record.Run) {
+// restartedByLiveness checks a naive build under a database fault failed
+// no-restarts because its liveness probe failed (MC-CF-01, INV-HLT-01),
+// and that no replica restarted before the fault began.
+func restartedByLiveness(fault string) func(t *testing.T, run *record.Run) {
+	return func(t *testing.T, run *record.Run) {
+		t.Helper()
+		restartedByLivenessIn(t, run, fault)
+	}
+}
+
+func restartedByLivenessIn(t *testing.T, run *record.Run, fault string) {
 	t.Helper()
 	res := mustResult(t, run, "no-restarts")
 	if res.Verdict != assert.Fail || res.Figure.Value < 1 {
 		t.Fatalf("no-restarts: %s (%s), want a failure with at least one restart", res.Verdict, res.Figure.Text)
 	}
-	pause, ok := run.Plan.Window("fault:pg-pause")
+	pause, ok := run.Plan.Window("fault:" + fault)
 	if !ok {
-		t.Fatal("the plan has no window fault:pg-pause")
+		t.Fatalf("the plan has no window fault:%s", fault)
 	}
 	liveness := 0
 	for _, ev := range res.Evidence {
@@ -134,6 +144,30 @@ func restartedByLiveness(t *testing.T, run *record.Run) {
 	}
 	if liveness == 0 {
 		t.Errorf("no-restarts: no evidence names the liveness probe: %s", res.Message)
+	}
+}
+
+// tutorialClaimsReported checks the hardened build's run says what it
+// measured beside each of the tutorial's claims (findings of kind claim),
+// and that the new routing assertions were judged, not skipped.
+func tutorialClaimsReported(t *testing.T, run *record.Run) {
+	t.Helper()
+	claims := 0
+	for _, f := range run.Findings {
+		if f.Kind == findings.KindClaim {
+			claims++
+			if !strings.Contains(f.Text, "measured") {
+				t.Errorf("claim finding without the measured time: %s", f.Text)
+			}
+		}
+	}
+	if claims != 2 {
+		t.Errorf("%d claim findings, want 2 (unready-at-T35, back-at-T57.2)", claims)
+	}
+	for _, name := range []string{"left-routing", "back-in-routing"} {
+		if res := mustResult(t, run, name); res.Verdict != assert.Pass {
+			t.Errorf("%s: %s: %s", name, res.Verdict, res.Message)
+		}
 	}
 }
 
