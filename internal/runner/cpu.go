@@ -26,7 +26,7 @@ func (r *run) startCPU(ctx context.Context) *cpuuse.Sampler {
 
 // cpuParts lists what the sampler measures, in the summary's order.
 func (r *run) cpuParts() []cpuuse.Part {
-	var inside []string
+	inside := []string{"its load generator", "measurement", "probes", "observers"}
 	if r.env.embedded != nil {
 		inside = append(inside, "the embedded Toxiproxy")
 	}
@@ -38,15 +38,10 @@ func (r *run) cpuParts() []cpuuse.Part {
 		stubs = append(stubs, name)
 	}
 	slices.Sort(stubs)
-	if len(stubs) == 1 {
-		inside = append(inside, "the HTTP stub "+stubs[0])
-	} else if len(stubs) > 1 {
-		inside = append(inside, "the HTTP stubs "+strings.Join(stubs, ", "))
+	for _, name := range stubs {
+		inside = append(inside, "the HTTP stub "+name)
 	}
-	note := "the load generator, measurement, probes and observers"
-	if len(inside) > 0 {
-		note += ", and " + strings.Join(inside, ", ")
-	}
+	note := "drill's own process: " + strings.Join(inside, ", ")
 	parts := []cpuuse.Part{{Name: "drill", Kind: cpuuse.KindDrill, Self: true, Note: note}}
 	for _, s := range r.sc.Services {
 		svc, ok := r.env.services[s.Name]
