@@ -5,9 +5,11 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X github.com/drillhq/drill/internal/app.version=$(VERSION)
 FUZZTIME ?= 10s
 DEMO_SCENARIOS := scenarios/orders-db-brownout.yaml scenarios/payment-tax-brownout.yaml
+N        ?= 5
+SEEDS    := $(wildcard scenarios/*.yaml)
 
 .DEFAULT_GOAL := help
-.PHONY: build test demo bench lint help
+.PHONY: build test demo bench fidelity lint help
 
 build: ## Build bin/drill (static, trimmed paths, version stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/drill ./cmd/drill
@@ -27,6 +29,9 @@ demo: build ## Build, then run the PostgreSQL brownout and the tax brownout dril
 
 bench: ## Run the load engine benchmarks (bench/run.sh)
 	./bench/run.sh
+
+fidelity: build ## Run each seed drill N times (default 5: N=20 make fidelity) and tabulate valid, right and wrong verdicts, INVALID and lag
+	$(GO) run ./bench/fidelity -n $(N) -drill bin/drill $(SEEDS)
 
 lint: ## Check formatting (gofmt) and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \

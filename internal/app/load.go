@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/load"
@@ -247,7 +248,8 @@ func runLoad(ctx context.Context, g *Globals, streams []scenario.Stream, dir str
 		close(progressDone)
 	}
 	clock.Rezero()
-	runErr := eng.Run(ctx)
+	var runErr error
+	cpuuse.Do(ctx, cpuuse.PartGenerator, func(ctx context.Context) { runErr = eng.Run(ctx) })
 	stopProgress()
 	<-progressDone
 	if runErr != nil {

@@ -27,12 +27,14 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/scenario"
@@ -338,6 +340,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
+	// From here this goroutine packs closed seconds: measurement. The
+	// caller's labels come back when Run returns.
+	pprof.SetGoroutineLabels(cpuuse.Labelled(ctx, cpuuse.PartMeasurement))
+	defer pprof.SetGoroutineLabels(ctx)
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -432,6 +438,9 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 			return
 		}
 	}()
+	// Recording results into the per-second histograms is measurement;
+	// vegeta's workers, started above, keep the caller's labels.
+	pprof.SetGoroutineLabels(cpuuse.Labelled(ctx, cpuuse.PartMeasurement))
 	for r := range results {
 		s.record(r)
 	}

@@ -318,8 +318,15 @@ func CheckLag(sc *scenario.Scenario, series map[string]*measure.Series, from, to
 		}
 		frac := float64(b.Late) / float64(b.Requests)
 		if frac > lb.Fraction {
-			out = append(out, StreamLag{Stream: n, Late: b.Late, Requests: b.Requests,
-				Fraction: frac, Budget: lb.Fraction, LateAfter: lb.Late.D()})
+			l := StreamLag{Stream: n, Late: b.Late, Requests: b.Requests,
+				Fraction: frac, Budget: lb.Fraction, LateAfter: lb.Late.D(),
+				LagP99: measure.Quantile(b.Lag, 99)}
+			for _, bk := range s.Buckets {
+				if bk.Start >= from && bk.Start < to && bk.Late > l.WorstLate {
+					l.WorstAt, l.WorstLate = bk.Start, bk.Late
+				}
+			}
+			out = append(out, l)
 		}
 	}
 	return out

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/findings"
@@ -83,6 +84,11 @@ type Run struct {
 	Error string `json:"error,omitempty"`
 	// Environment describes where the run happened.
 	Environment Environment `json:"environment"`
+	// CPU says where the machine's CPU went while load ran: each part's
+	// CPU seconds and share (drill, each service's replicas, each
+	// dependency), the machine's busy share and its cores, per second;
+	// nil when it was not measured (no /proc, or a record written before).
+	CPU *cpuuse.Usage `json:"cpu,omitempty"`
 	// Secrets are values the run knows to be secret beyond those written
 	// in its scenario (values read with ${env.NAME}); never written, used
 	// by [Redact] wherever they appear.
@@ -138,6 +144,13 @@ type StreamLag struct {
 	Budget   float64 `json:"budget"`
 	// LateAfter is the lag beyond which a request counts as late.
 	LateAfter time.Duration `json:"lateAfter"`
+	// LagP99 is the stream's dispatch lag p99 over the judged span (ns).
+	LagP99 time.Duration `json:"lagP99,omitempty"`
+	// WorstAt is the start (ns offset) of the second with the most late
+	// requests (by intended send time), WorstLate their number; 0 in
+	// records written before they were kept.
+	WorstAt   time.Duration `json:"worstAt,omitempty"`
+	WorstLate int64         `json:"worstLate,omitempty"`
 }
 
 // OffPath says why a fault was judged not on the traffic path.
@@ -245,7 +258,20 @@ func (r *Run) Decide() (int, string) {
 		return ExitCouldNotRun, "the run could not be carried out: " + r.Aborted
 	}
 	if !r.Validity.Valid() {
-		return ExitInvalid, "the measurement is invalid: " + r.Validity.Summary()
+		why := "the measurement is invalid: " + r.Validity.Summary()
+		if len(r.Validity.LoadBehind) > 0 && r.CPU != nil {
+			// What the machine was doing when the generator fell behind,
+			// in the second most of the first such stream's late
+			// requests were due, and what to try.
+			lateAt := time.Duration(-1)
+			if l := r.Validity.LoadBehind[0]; l.WorstLate > 0 {
+				lateAt = l.WorstAt
+			}
+			if x := r.CPU.Explain(lateAt); x != "" {
+				why += "; " + x
+			}
+		}
+		return ExitInvalid, why
 	}
 	var failed []string
 	for _, res := range r.Results {
@@ -273,9 +299,17 @@ func (r *Run) Decide() (int, string) {
 func (v Validity) Summary() string {
 	var parts []string
 	for _, l := range v.LoadBehind {
+		detail := ""
+		if l.LagP99 > 0 {
+			detail += ", dispatch lag p99 " + assert.FormatDuration(l.LagP99)
+		}
+		if l.WorstLate > 0 {
+			detail += ", most late requests due in t=" + strconv.FormatFloat(l.WorstAt.Seconds(), 'f', 1, 64) + "-" +
+				strconv.FormatFloat((l.WorstAt+time.Second).Seconds(), 'f', 1, 64) + " s (" + strconv.FormatInt(l.WorstLate, 10) + ")"
+		}
 		parts = append(parts, "load generator behind schedule on stream "+l.Stream+" ("+
 			assert.FormatPercent(l.Fraction)+" of requests later than "+assert.FormatDuration(l.LateAfter)+
-			", budget "+assert.FormatPercent(l.Budget)+")")
+			", budget "+assert.FormatPercent(l.Budget)+detail+")")
 	}
 	for _, f := range v.FaultsOffPath {
 		parts = append(parts, "fault "+f.Fault+" not on the traffic path: "+f.Detail)

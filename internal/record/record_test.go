@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/record"
@@ -307,5 +308,90 @@ func TestCheckConnectionErrors(t *testing.T) {
 	v := record.Validity{ConnectionErrors: record.CheckConnectionErrors(nil, refusedAll, 0, 2*time.Second)}
 	if want := "stream orders failed at connection level on 100.0% of its requests (200/200: connection-refused 200), above its bound of 50.0%"; !strings.Contains(v.Summary(), want) {
 		t.Errorf("Summary() = %q, want it to contain %q", v.Summary(), want)
+	}
+}
+
+// TestCheckLagWorstSecond: a stream beyond its budget names the second in
+// which most of its late requests were due, and its dispatch lag p99.
+func TestCheckLagWorstSecond(t *testing.T) {
+	s := &measure.Series{Stream: "orders"}
+	for i := 0; i < 10; i++ {
+		b := measure.NewBucket(time.Duration(i)*time.Second, time.Second)
+		b.Requests = 100
+		for j := 0; j < 100; j++ {
+			_ = b.Lag.RecordValue(int64(500 + 100*i)) // µs
+		}
+		switch i {
+		case 3:
+			b.Late = 4
+		case 7:
+			b.Late = 9
+		case 9:
+			b.Late = 20 // outside the judged span [0 s, 9 s)
+		}
+		s.Buckets = append(s.Buckets, b)
+	}
+	got := record.CheckLag(nil, map[string]*measure.Series{"orders": s}, 0, 9*time.Second)
+	if len(got) != 1 {
+		t.Fatalf("CheckLag = %+v, want one stream", got)
+	}
+	if got[0].WorstAt != 7*time.Second || got[0].WorstLate != 9 {
+		t.Errorf("worst second t=%s with %d late, want t=7s with 9", got[0].WorstAt, got[0].WorstLate)
+	}
+	if p := got[0].LagP99; p < 1200*time.Microsecond || p > 1400*time.Microsecond {
+		t.Errorf("lag p99 %s, want about 1.3ms (the slowest judged second's lag)", p)
+	}
+}
+
+// TestInvalidNamesTheMachine: a run whose generator fell behind says in
+// its verdict what the machine was doing (over the run and in the second
+// most late requests were due) and what to try; a record without CPU
+// figures keeps the old message.
+func TestInvalidNamesTheMachine(t *testing.T) {
+	usage := &cpuuse.Usage{
+		Cores: 2, To: 10 * time.Second, CapacitySeconds: 20, BusySeconds: 19.6, Busy: 0.98,
+		Parts: []cpuuse.PartUsage{
+			{Name: "drill", Kind: cpuuse.KindDrill, Seconds: 10.4, Share: 0.52},
+			{Name: "order-gateway replicas", Kind: cpuuse.KindService, Seconds: 8, Share: 0.40, Processes: 3},
+			{Name: "postgres", Kind: cpuuse.KindDependency, Seconds: 1.2, Share: 0.06, Processes: 1},
+		},
+	}
+	for i := range 10 {
+		usage.Seconds = append(usage.Seconds, cpuuse.Second{At: time.Duration(i) * time.Second, Busy: 0.98, Parts: []float64{0.52, 0.40, 0.06}})
+	}
+	usage.Seconds[7] = cpuuse.Second{At: 7 * time.Second, Busy: 1, Parts: []float64{0.6, 0.39, 0.01}}
+	lag := record.StreamLag{Stream: "orders", Late: 30, Requests: 1000, Fraction: 0.03, Budget: 0.01, LateAfter: 10 * time.Millisecond,
+		LagP99: 18 * time.Millisecond, WorstAt: 7 * time.Second, WorstLate: 9}
+	for _, c := range []struct {
+		name      string
+		cpu       *cpuuse.Usage
+		want, not []string
+	}{
+		{"with CPU", usage, []string{
+			"load generator behind schedule on stream orders (3.00% of requests later than 10.0ms, budget 1.00%, dispatch lag p99 18.0ms, most late requests due in t=7.0-8.0 s (9))",
+			"the machine over the run: 2 cores saturated (98% busy) over 10.0 s: drill 52%, order-gateway replicas 40%, postgres 6%, other 0%",
+			"in t=7.0-8.0 s, where most late requests were due: 2 cores saturated (100% busy): drill 60%, order-gateway replicas 39%, postgres 1%",
+			"to try: fewer replicas of order-gateway (3 now)",
+			"a longer lagBudget only if the machine is known to be slow",
+		}, nil},
+		{"without CPU", nil, []string{"most late requests due in t=7.0-8.0 s (9))"}, []string{"the machine", "to try"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := record.Run{Cleanup: record.Cleanup{Verified: true}, Validity: record.Validity{LoadBehind: []record.StreamLag{lag}}, CPU: c.cpu}
+			code, why := run.Decide()
+			if code != record.ExitInvalid {
+				t.Errorf("code %d, want %d", code, record.ExitInvalid)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(why, w) {
+					t.Errorf("Decide() reason\n  %s\nlacks\n  %s", why, w)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(why, n) {
+					t.Errorf("Decide() reason\n  %s\nholds %q", why, n)
+				}
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
@@ -42,12 +43,40 @@ func runs() map[string]*record.Run {
 	}
 	cut.Aborted = "run interrupted at t+30s: interrupt"
 	cut.Rejudge()
+	// The generator fell behind on a saturated machine: the CPU line and
+	// the verdict say what the machine was doing and what to try.
+	slow := recordtest.Run(recordtest.Options{Scale: 10})
+	slow.Validity.LoadBehind = []record.StreamLag{{Stream: "card-auth", Late: 300, Requests: 7700, Fraction: 0.039, Budget: 0.01,
+		LateAfter: 10 * time.Millisecond, LagP99: 18 * time.Millisecond, WorstAt: 25 * time.Second, WorstLate: 120}}
+	slow.CPU = saturatedCPU()
 	return map[string]*record.Run{
+		"invalid-cpu": slow,
 		"correct":     recordtest.Run(recordtest.Options{Scale: 10}),
 		"naive":       bad,
 		"unclean":     invalid,
 		"interrupted": cut,
 	}
+}
+
+// saturatedCPU is a 2-core machine saturated over a 60 s run: drill 52 %,
+// two payment-core replicas 40 %, postgres 6 %; the second t=25 s busiest.
+func saturatedCPU() *cpuuse.Usage {
+	u := &cpuuse.Usage{
+		Cores: 2, To: 60 * time.Second, CapacitySeconds: 120, BusySeconds: 118.8, Busy: 0.99,
+		Parts: []cpuuse.PartUsage{
+			{Name: "drill", Kind: cpuuse.KindDrill, Seconds: 62.4, Share: 0.52, Note: "includes the embedded Toxiproxy and the HTTP stub tax-api"},
+			{Name: "payment-core replicas", Kind: cpuuse.KindService, Seconds: 48, Share: 0.40, Processes: 2},
+			{Name: "postgres", Kind: cpuuse.KindDependency, Seconds: 7.2, Share: 0.06, Processes: 1},
+		},
+	}
+	for i := range 60 {
+		sec := cpuuse.Second{At: time.Duration(i) * time.Second, Busy: 0.98, Parts: []float64{0.5, 0.42, 0.06}}
+		if i == 25 {
+			sec = cpuuse.Second{At: 25 * time.Second, Busy: 1, Parts: []float64{0.61, 0.38, 0.01}}
+		}
+		u.Seconds = append(u.Seconds, sec)
+	}
+	return u
 }
 
 func TestSummaryGolden(t *testing.T) {

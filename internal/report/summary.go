@@ -24,7 +24,10 @@ const maxSummaryEvidence = 5
 // of any that did not pass); per stream and window the rate, p50, p90,
 // p99, max and errors; validity and cleanup; and a final line
 // "VERDICT: PASS|FAIL|INVALID|ABORTED|CLEANUP UNVERIFIED (exit N): reason".
-// Findings (warnings first) come before validity, and a count of warning
+// A CPU line (when the run measured it) says how busy the machine's cores
+// were while load ran and each part's share (drill, each service's
+// replicas, each dependency, other work). Findings (warnings first) come
+// before validity, and a count of warning
 // and notice findings just before the verdict: a PASS with warnings
 // beside it is still a PASS, but nobody should read it alone.
 // Authorization values are redacted. It returns the first write error.
@@ -99,6 +102,9 @@ func Summary(w io.Writer, run *record.Run) error {
 	fmt.Fprintln(ew)
 	for _, l := range startupLines(run.Events) {
 		fmt.Fprintf(ew, "STARTUP   %s\n", l)
+	}
+	if run.CPU != nil {
+		fmt.Fprintf(ew, "CPU       %s\n", run.CPU.Line())
 	}
 	if run.Validity.Valid() {
 		fmt.Fprintln(ew, "VALIDITY  ok: the load generator kept its schedule and every fault was on the path")

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/deps"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
@@ -95,7 +96,8 @@ func (r *run) bringUp(ctx context.Context) error {
 			r.setVars("dependencies."+d.Name, pg.Addr)
 			r.vars["dependencies."+d.Name+".dsn"] = pg.DSN
 		case d.HTTPStub != nil:
-			stub, err := deps.StartHTTPStub(ctx, *d.HTTPStub)
+			var stub *deps.HTTPStub
+			cpuuse.Do(ctx, cpuuse.PartStub, func(ctx context.Context) { stub, err = deps.StartHTTPStub(ctx, *d.HTTPStub) })
 			if err != nil {
 				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
 			}
@@ -107,7 +109,8 @@ func (r *run) bringUp(ctx context.Context) error {
 	}
 
 	if len(r.sc.Proxies) > 0 || r.needsToxiproxy() {
-		if err := r.startToxiproxy(ctx); err != nil {
+		cpuuse.Do(ctx, cpuuse.PartToxiproxy, func(ctx context.Context) { err = r.startToxiproxy(ctx) })
+		if err != nil {
 			return err
 		}
 	}
@@ -378,7 +381,10 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 	// ends: a signal must stop the load first, then the faults, then the
 	// services (otherwise requests still in flight meet stopping replicas
 	// and end in 502, failing windows that were passing).
-	svc, err := runtime.Start(context.WithoutCancel(ctx), r.clock, r.evlog, spec, r.log.With("service", s.Name))
+	var svc *runtime.Service
+	cpuuse.Do(context.WithoutCancel(ctx), cpuuse.PartRuntime, func(ctx context.Context) {
+		svc, err = runtime.Start(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name))
+	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start service %s: %w", s.Name, err))
 	}

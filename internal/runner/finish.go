@@ -48,6 +48,7 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		Series:        tl.engine.Series(),
 		Environment:   r.environmentInfo(),
 		Secrets:       r.secrets,
+		CPU:           r.cpu,
 	}
 	rec.Results = assert.Judge(r.plan, r.sc.Assertions, rec.Events, rec.Series)
 	rec.ComputeFindings()

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
@@ -114,6 +115,8 @@ type run struct {
 	stack   *inject.Stack
 	// kube is set in kubernetes runs (after preflight).
 	kube *kubeEnv
+	// cpu is where the CPU went while load ran; nil when not measured.
+	cpu *cpuuse.Usage
 }
 
 func newRun(opts Options) (*run, error) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
@@ -114,7 +115,10 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 	}
 
 	obsCtx, stopObs := context.WithCancel(context.Background())
-	stopObservers, err := observe.Start(obsCtx, r.sc.Observers, r.observeDeps(), r.clock, r.evlog, r.log.With("component", "observe"))
+	var stopObservers func()
+	cpuuse.Do(obsCtx, cpuuse.PartObservers, func(obsCtx context.Context) {
+		stopObservers, err = observe.Start(obsCtx, r.sc.Observers, r.observeDeps(), r.clock, r.evlog, r.log.With("component", "observe"))
+	})
 	if err != nil {
 		stopObs()
 		return r.finishEarly(exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start observers: %w", err)))
@@ -125,7 +129,11 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 	r.evlog.Shift(-moved)
 	r.evlog.Emit(event.Event{At: 0, Kind: event.PhaseStart, Source: "run", Detail: "load-start"})
 
+	sampler := r.startCPU(ctx)
 	stoppedAt, runErr := tl.execute(ctx)
+	if sampler != nil {
+		r.cpu = sampler.Stop()
+	}
 	// load-end marks where the timeline stopped: at or after its duration
 	// when it ran its full length, earlier when it was cut short (windows
 	// ending after it are not judged).
@@ -203,7 +211,7 @@ func (r *run) newTimeline() (*timeline, error) {
 	for _, svc := range r.env.services {
 		routers[svc.Addr()] = svc
 	}
-	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: routers}, r.log.With("component", "load"))
+	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: labelRouters(routers)}, r.log.With("component", "load"))
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("prepare load: %w", err))
 	}
@@ -322,12 +330,14 @@ func (tl *timeline) execute(ctx context.Context) (time.Duration, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tl.schedule(tlCtx)
+		// Faults switched on here start the embedded Toxiproxy's toxic
+		// goroutines, which keep this label.
+		cpuuse.Do(tlCtx, cpuuse.PartToxiproxy, tl.schedule)
 	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tl.watchStops(tlCtx, stopLoad, stopTimeline)
+		cpuuse.Do(tlCtx, cpuuse.PartObservers, func(ctx context.Context) { tl.watchStops(ctx, stopLoad, stopTimeline) })
 	}()
 	progressDone := make(chan struct{})
 	go func() {
@@ -335,7 +345,8 @@ func (tl *timeline) execute(ctx context.Context) (time.Duration, error) {
 		tl.progress(tlCtx)
 	}()
 
-	err := tl.engine.Run(loadCtx)
+	var err error
+	cpuuse.Do(loadCtx, cpuuse.PartGenerator, func(ctx context.Context) { err = tl.engine.Run(ctx) })
 	if wait := r.plan.Duration - r.clock.Now(); wait > 0 && tlCtx.Err() == nil {
 		t := time.NewTimer(wait)
 		select {

@@ -1,0 +1,332 @@
+// Command fidelity runs each seed drill N times one after another and
+// prints, per drill, how often it was valid and gave the right verdict
+// (exit 0 for a correct build, exit 1 for a -naive twin), with the load
+// generator's lag figures read from each run's run.json. `make fidelity`
+// runs it over scenarios/*.yaml after building bin/drill.
+//
+//	go run ./bench/fidelity -n 5 -drill bin/drill scenarios/*.yaml
+//	go run ./bench/fidelity -from reports/fidelity-20261201T100000Z   # tabulate runs already made
+//
+// Each run's reports go to <out>/<drill>/run-<i>/ (drill's --out) with its
+// terminal output in <out>/<drill>/run-<i>.log.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/record"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, log); err != nil {
+		fmt.Fprintln(os.Stderr, "fidelity:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("fidelity", flag.ContinueOnError)
+	n := fs.Int("n", 5, "runs per drill")
+	drill := fs.String("drill", "bin/drill", "the drill binary")
+	out := fs.String("out", "", "directory for the runs' reports (default reports/fidelity-<UTC time>)")
+	from := fs.String("from", "", "tabulate the runs already in this directory instead of running drills")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *from != "" {
+		runs, err := readRuns(*from)
+		if err != nil {
+			return err
+		}
+		return writeTable(stdout, tabulate(runs))
+	}
+	if fs.NArg() == 0 {
+		return errors.New("name the scenario files to run (e.g. scenarios/*.yaml)")
+	}
+	if *n < 1 {
+		return fmt.Errorf("-n %d: want at least 1 run per drill", *n)
+	}
+	if *out == "" {
+		*out = filepath.Join("reports", "fidelity-"+time.Now().UTC().Format("20060102T150405Z"))
+	}
+	writeMachine(stdout)
+	fmt.Fprintf(stdout, "runs:    %d per drill, reports under %s\n\n", *n, *out)
+	var runs []runResult
+	for _, file := range fs.Args() {
+		name := drillName(file)
+		for i := 1; i <= *n; i++ {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+			}
+			dir := filepath.Join(*out, name, fmt.Sprintf("run-%d", i))
+			res, err := runOnce(ctx, *drill, file, dir)
+			if err != nil {
+				return err
+			}
+			res.Drill = name
+			log.Info("run done", "drill", name, "run", i, "exit", res.Exit, "late", res.LateShare, "lagP99", res.LagP99)
+			runs = append(runs, res)
+		}
+	}
+	fmt.Fprintln(stdout)
+	return writeTable(stdout, tabulate(runs))
+}
+
+// writeMachine prints what the figures depend on.
+func writeMachine(w io.Writer) {
+	fmt.Fprintf(w, "date:    %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "cores:   %d\n", runtime.NumCPU())
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) >= 3 {
+			fmt.Fprintf(w, "load:    %s (1/5/15 min at the start; other work on the machine makes runs invalid)\n", strings.Join(f[:3], " "))
+		}
+	}
+}
+
+// drillName is a scenario file's name without its extension.
+func drillName(file string) string {
+	return strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+}
+
+// runOnce runs `drill run --out dir file` to its end and reads its
+// run.json. The error is for a drill binary that cannot be started, or
+// ctx already ended. A run in progress is not killed when ctx ends: drill
+// gets the same Ctrl-C and stops in order (faults reverted, reports
+// written).
+func runOnce(ctx context.Context, drill, file, dir string) (runResult, error) {
+	if err := ctx.Err(); err != nil {
+		return runResult{}, fmt.Errorf("run %s: %w", file, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return runResult{}, fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
+	}
+	logf, err := os.Create(dir + ".log")
+	if err != nil {
+		return runResult{}, fmt.Errorf("create run log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(drill, "run", "--out", dir, file)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return runResult{}, fmt.Errorf("start %s: %w", drill, err)
+	}
+	err = cmd.Wait()
+	res := runResult{Exit: cmd.ProcessState.ExitCode()}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return runResult{}, fmt.Errorf("run %s: %w", file, err)
+	}
+	if rec, err := record.Load(filepath.Join(dir, "run.json")); err == nil {
+		res.fill(rec)
+	}
+	return res, nil
+}
+
+// readRuns reads <dir>/<drill>/run-*/run.json; the exit code is the one
+// each record holds.
+func readRuns(dir string) ([]runResult, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*", "run-*", "run.json"))
+	if err != nil {
+		return nil, fmt.Errorf("list runs in %s: %w", dir, err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no runs (*/run-*/run.json) in %s", dir)
+	}
+	sort.Strings(paths)
+	var runs []runResult
+	for _, p := range paths {
+		rec, err := record.Load(p)
+		if err != nil {
+			return nil, fmt.Errorf("read run %s: %w", p, err)
+		}
+		res := runResult{Drill: filepath.Base(filepath.Dir(filepath.Dir(p))), Exit: rec.ExitCode}
+		res.fill(rec)
+		runs = append(runs, res)
+	}
+	return runs, nil
+}
+
+// runResult is one run of one drill.
+type runResult struct {
+	Drill string
+	// Exit is drill's exit code.
+	Exit int
+	// Recorded is true when the run wrote a run.json; the lag figures
+	// come from it.
+	Recorded bool
+	// Valid is the record's validity (no generator lag, faults on path).
+	Valid bool
+	// LateShare is the largest share of late requests of any stream over
+	// the judged span; LagP99 the largest dispatch lag p99.
+	LateShare float64
+	LagP99    time.Duration
+}
+
+// fill reads the validity and lag figures of rec over its judged span
+// (warm-up to the plan's end).
+func (r *runResult) fill(rec *record.Run) {
+	r.Recorded = true
+	r.Valid = rec.Validity.Valid()
+	var from, to time.Duration
+	if rec.Plan != nil {
+		from, to = rec.Plan.Warmup, rec.Plan.Duration
+	}
+	for _, s := range rec.Series {
+		if s == nil {
+			continue
+		}
+		b := s.Window(from, to)
+		if to <= from {
+			b = s.Total()
+		}
+		if b.Requests == 0 {
+			continue
+		}
+		r.LateShare = max(r.LateShare, float64(b.Late)/float64(b.Requests))
+		r.LagP99 = max(r.LagP99, measure.Quantile(b.Lag, 99))
+	}
+}
+
+// expectedExit is the exit code a correct harness gives: 1 for a -naive
+// build (its drill must fail), 0 for a correct one.
+func expectedExit(drill string) int {
+	if strings.HasSuffix(drill, "-naive") {
+		return 1
+	}
+	return 0
+}
+
+// row is one drill's line of the table.
+type row struct {
+	Drill                              string
+	Expected                           int
+	Runs, Valid, Right, Wrong, Invalid int
+	Other                              int
+	OtherExits                         []int
+	LateMedian, LateMax                float64
+	LagMedian, LagMax                  time.Duration
+}
+
+// tabulate groups runs by drill (in the order drills first appear).
+func tabulate(runs []runResult) []row {
+	var rows []row
+	idx := map[string]int{}
+	lates := map[string][]float64{}
+	lags := map[string][]time.Duration{}
+	for _, r := range runs {
+		i, ok := idx[r.Drill]
+		if !ok {
+			i = len(rows)
+			idx[r.Drill] = i
+			rows = append(rows, row{Drill: r.Drill, Expected: expectedExit(r.Drill)})
+		}
+		w := &rows[i]
+		w.Runs++
+		if r.Recorded && r.Valid {
+			w.Valid++
+		}
+		switch {
+		case r.Exit == w.Expected:
+			w.Right++
+		case r.Exit == record.ExitPass || r.Exit == record.ExitFail:
+			w.Wrong++
+		case r.Exit == record.ExitInvalid:
+			w.Invalid++
+		default:
+			w.Other++
+			w.OtherExits = append(w.OtherExits, r.Exit)
+		}
+		if r.Recorded {
+			lates[r.Drill] = append(lates[r.Drill], r.LateShare)
+			lags[r.Drill] = append(lags[r.Drill], r.LagP99)
+		}
+	}
+	for i := range rows {
+		w := &rows[i]
+		l, g := lates[w.Drill], lags[w.Drill]
+		sort.Float64s(l)
+		sort.Slice(g, func(a, b int) bool { return g[a] < g[b] })
+		if len(l) > 0 {
+			w.LateMedian, w.LateMax = median(l), l[len(l)-1]
+			w.LagMedian, w.LagMax = time.Duration(median(durs(g))), g[len(g)-1]
+		}
+	}
+	return rows
+}
+
+func durs(d []time.Duration) []float64 {
+	out := make([]float64, len(d))
+	for i, v := range d {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// median of sorted values (the mean of the middle two for an even count).
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// writeTable prints one line per drill and the totals.
+func writeTable(w io.Writer, rows []row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DRILL\tWANT\tRUNS\tVALID\tRIGHT\tWRONG\tINVALID\tOTHER\tLATE median (max)\tLAG P99 median (max)")
+	var t row
+	for _, r := range rows {
+		other := strconv.Itoa(r.Other)
+		if r.Other > 0 {
+			ex := make([]string, len(r.OtherExits))
+			for i, e := range r.OtherExits {
+				ex[i] = strconv.Itoa(e)
+			}
+			other += " (exit " + strings.Join(ex, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\texit %d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s (%s)\n", r.Drill, r.Expected, r.Runs, r.Valid, r.Right, r.Wrong, r.Invalid, other,
+			pct(r.LateMedian), pct(r.LateMax), ms(r.LagMedian), ms(r.LagMax))
+		t.Runs += r.Runs
+		t.Valid += r.Valid
+		t.Right += r.Right
+		t.Wrong += r.Wrong
+		t.Invalid += r.Invalid
+		t.Other += r.Other
+	}
+	fmt.Fprintf(tw, "all\t\t%d\t%d\t%d\t%d\t%d\t%d\t\t\n", t.Runs, t.Valid, t.Right, t.Wrong, t.Invalid, t.Other)
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	_, err := fmt.Fprintln(w, "\nRIGHT: the exit code a correct harness gives (0 for a correct build, 1 for a -naive one); WRONG: the other verdict;\n"+
+		"INVALID: exit 4; OTHER: any other exit. LATE: the largest share of a stream's requests sent more than its lag budget late;\n"+
+		"LAG P99: the largest dispatch lag p99 of a stream; both over the judged span of each run with a run.json.")
+	return err
+}
+
+func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 2, 64) + "%" }
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+}

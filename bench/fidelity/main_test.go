@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/record/recordtest"
+	"github.com/drillhq/drill/internal/testutil/golden"
+)
+
+var update = flag.Bool("update", false, "rewrite the run.json fixtures and the golden table under testdata/")
+
+// fixtureRuns are the runs under testdata/runs: a correct drill right
+// twice, once INVALID (generator behind: 3% of requests late in one
+// second) and once wrong (exit 1); its naive twin right twice and once
+// aborted (exit 3).
+func fixtureRuns() map[string]*record.Run {
+	right := func(naive bool) *record.Run {
+		return recordtest.Run(recordtest.Options{Naive: naive, Scale: 100})
+	}
+	invalid := right(false)
+	for _, b := range invalid.Series["card-auth"].Buckets {
+		if b.Start == 25*time.Second {
+			b.Late = 42
+			for range 20 {
+				_ = b.Lag.RecordValue(18_000) // µs
+			}
+		}
+	}
+	invalid.Validity.LoadBehind = record.CheckLag(invalid.Scenario, invalid.Series, invalid.Plan.Warmup, invalid.Plan.Duration)
+	invalid.ExitCode, _ = invalid.Decide()
+	wrong := right(false)
+	wrong.ExitCode = record.ExitFail
+	aborted := right(true)
+	aborted.Aborted = "run interrupted at t+30s: interrupt"
+	aborted.ExitCode, _ = aborted.Decide()
+	return map[string]*record.Run{
+		"payment-tax-brownout/run-1":       right(false),
+		"payment-tax-brownout/run-2":       invalid,
+		"payment-tax-brownout/run-3":       right(false),
+		"payment-tax-brownout/run-4":       wrong,
+		"payment-tax-brownout-naive/run-1": right(true),
+		"payment-tax-brownout-naive/run-2": aborted,
+		"payment-tax-brownout-naive/run-3": right(true),
+	}
+}
+
+// TestTable tabulates the fixture runs (no drill is run) and compares the
+// table with testdata/table.golden.txt.
+func TestTable(t *testing.T) {
+	dir := filepath.Join("testdata", "runs")
+	if *update {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		for name, rec := range fixtureRuns() {
+			// The table reads exit codes, validity and series only; ten
+			// seconds of series keep the fixture small.
+			rec.Events, rec.Findings, rec.Results = nil, nil, nil
+			for _, s := range rec.Series {
+				s.Buckets = slices.DeleteFunc(s.Buckets, func(b *measure.Bucket) bool { return b.Start < 20*time.Second || b.Start >= 30*time.Second })
+			}
+			if err := rec.Save(filepath.Join(dir, name, "run.json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	runs, err := readRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := tabulate(runs)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2: %+v", len(rows), rows)
+	}
+	// Drills in the order their runs were read (file names sorted).
+	for _, c := range []struct {
+		got, want row
+	}{
+		{rows[0], row{Drill: "payment-tax-brownout-naive", Expected: 1, Runs: 3, Valid: 3, Right: 2, Other: 1}},
+		{rows[1], row{Drill: "payment-tax-brownout", Runs: 4, Valid: 3, Right: 2, Wrong: 1, Invalid: 1}},
+	} {
+		g, w := c.got, c.want
+		if g.Drill != w.Drill || g.Expected != w.Expected || g.Runs != w.Runs || g.Valid != w.Valid || g.Right != w.Right ||
+			g.Wrong != w.Wrong || g.Invalid != w.Invalid || g.Other != w.Other {
+			t.Errorf("row %+v, want counts of %+v", g, w)
+		}
+	}
+	if rows[1].LateMax <= 0 || rows[1].LagMax < 10*time.Millisecond {
+		t.Errorf("the invalid run's lag is missing: late max %.4f, lag p99 max %s", rows[1].LateMax, rows[1].LagMax)
+	}
+	var buf bytes.Buffer
+	if err := writeTable(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "table.golden.txt"), buf.Bytes(), *update)
+}
+
+func TestExpectedExit(t *testing.T) {
+	for _, c := range []struct {
+		drill string
+		want  int
+	}{
+		{"orders-db-brownout", 0},
+		{"orders-db-brownout-naive", 1},
+		{"naive-orders", 0},
+	} {
+		if got := expectedExit(c.drill); got != c.want {
+			t.Errorf("expectedExit(%q) = %d, want %d", c.drill, got, c.want)
+		}
+	}
+}
+
+// TestRunOnce runs a stand-in for bin/drill (a shell script that writes a
+// fixture run.json into its --out directory and exits 4) and reads the
+// run back; a second stand-in writes nothing and exits 3.
+func TestRunOnce(t *testing.T) {
+	dir := t.TempDir()
+	fixture, err := filepath.Abs(filepath.Join("testdata", "runs", "payment-tax-brownout", "run-2", "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := filepath.Join(dir, "writes")
+	// argv: run --out DIR FILE
+	script := "#!/bin/sh\n[ \"$1 $2\" = \"run --out\" ] || exit 9\nmkdir -p \"$3\" && cp '" + fixture + "' \"$3/run.json\" && echo summary\nexit 4\n"
+	if err := os.WriteFile(writes, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	silent := filepath.Join(dir, "silent")
+	if err := os.WriteFile(silent, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runOnce(context.Background(), writes, "scenarios/x.yaml", filepath.Join(dir, "x", "run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 4 || !res.Recorded || res.Valid || res.LagP99 < 10*time.Millisecond {
+		t.Errorf("run with a record: %+v, want exit 4, recorded, invalid, lag p99 >= 10ms", res)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "x", "run-1.log")); string(b) != "summary\n" {
+		t.Errorf("run log %q, want the drill's output", b)
+	}
+	res, err = runOnce(context.Background(), silent, "scenarios/x.yaml", filepath.Join(dir, "x", "run-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 3 || res.Recorded {
+		t.Errorf("run without a record: %+v, want exit 3, not recorded", res)
+	}
+	if _, err := runOnce(context.Background(), filepath.Join(dir, "missing"), "x.yaml", filepath.Join(dir, "x", "run-3")); err == nil {
+		t.Error("a drill binary that does not exist is not an error")
+	}
+}

@@ -1,0 +1,96 @@
+package cpuuse
+
+import (
+	"testing"
+	"time"
+)
+
+// sampleUsage is a saturated 2-core run of 60 s: drill 52%, three
+// order-gateway replicas 40%, postgres 6%; t=35 s was the busiest.
+func sampleUsage() *Usage {
+	u := &Usage{
+		Cores: 2, From: 0, To: 60 * time.Second, CapacitySeconds: 120, BusySeconds: 118.8, Busy: 0.99,
+		Parts: []PartUsage{
+			{Name: "drill", Kind: KindDrill, Seconds: 62.4, Share: 0.52},
+			{Name: "order-gateway replicas", Kind: KindService, Seconds: 48, Share: 0.40, Processes: 3},
+			{Name: "postgres", Kind: KindDependency, Seconds: 7.2, Share: 0.06, Processes: 1},
+		},
+	}
+	for i := range 60 {
+		s := Second{At: time.Duration(i) * time.Second, Busy: 0.98, Parts: []float64{0.5, 0.42, 0.06}}
+		if i == 35 {
+			s = Second{At: 35 * time.Second, Busy: 1, Parts: []float64{0.61, 0.38, 0.01}}
+		}
+		u.Seconds = append(u.Seconds, s)
+	}
+	return u
+}
+
+func TestLine(t *testing.T) {
+	quiet := sampleUsage()
+	quiet.Busy = 0.62
+	quiet.Parts[0].Share, quiet.Parts[1].Share, quiet.Parts[2].Share = 0.30, 0.28, 0.003
+	one := &Usage{Cores: 1, To: 10 * time.Second, Busy: 0.2, Parts: []PartUsage{{Name: "drill", Share: 0.2}}}
+	tests := []struct {
+		name string
+		u    *Usage
+		want string
+	}{
+		{"saturated", sampleUsage(), "2 cores saturated (99% busy) over 60.0 s: drill 52%, order-gateway replicas 40%, postgres 6%, other 1%"},
+		{"not saturated, a part under 1%", quiet, "2 cores 62% busy over 60.0 s: drill 30%, order-gateway replicas 28%, postgres <1%, other 4%"},
+		{"one core, nothing else", one, "1 core 20% busy over 10.0 s: drill 20%, other 0%"},
+		{"not measured", nil, "not measured"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.u.Line(); got != tt.want {
+				t.Errorf("Line() =\n  %s\nwant\n  %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExplain(t *testing.T) {
+	quiet := sampleUsage()
+	quiet.Busy = 0.55
+	quiet.Parts[1].Share = 0.05
+	for i := range quiet.Seconds {
+		quiet.Seconds[i].Busy = 0.5
+	}
+	busyOther := sampleUsage()
+	busyOther.Parts[0].Share, busyOther.Parts[1].Share = 0.40, 0.30 // other 23%
+	tests := []struct {
+		name   string
+		u      *Usage
+		lateAt time.Duration
+		want   string
+	}{
+		{"saturated, late second known", sampleUsage(), 35 * time.Second,
+			"the machine over the run: 2 cores saturated (99% busy) over 60.0 s: drill 52%, order-gateway replicas 40%, postgres 6%, other 1%; " +
+				"in t=35.0-36.0 s, where most late requests were due: 2 cores saturated (100% busy): drill 61%, order-gateway replicas 38%, postgres 1%, other 0%; " +
+				"to try: fewer replicas of order-gateway (3 now) or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used 40%, " +
+				"a machine with more cores, a longer lagBudget only if the machine is known to be slow"},
+		{"saturated, late second elsewhere", sampleUsage(), 10 * time.Second,
+			"the machine over the run: 2 cores saturated (99% busy) over 60.0 s: drill 52%, order-gateway replicas 40%, postgres 6%, other 1%; " +
+				"in t=10.0-11.0 s, where most late requests were due: 2 cores saturated (98% busy): drill 50%, order-gateway replicas 42%, postgres 6%, other 0%; " +
+				"busiest second t=35.0-36.0 s: 2 cores saturated (100% busy): drill 61%, order-gateway replicas 38%, postgres 1%, other 0%; " +
+				"to try: fewer replicas of order-gateway (3 now) or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used 40%, " +
+				"a machine with more cores, a longer lagBudget only if the machine is known to be slow"},
+		{"other work on the machine", busyOther, -1,
+			"the machine over the run: 2 cores saturated (99% busy) over 60.0 s: drill 40%, order-gateway replicas 30%, postgres 6%, other 23%; " +
+				"busiest second t=35.0-36.0 s: 2 cores saturated (100% busy): drill 61%, order-gateway replicas 38%, postgres 1%, other 0%; " +
+				"to try: other work used 23% of the machine: run on a quiet machine, fewer replicas of order-gateway (3 now) or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used 30%, " +
+				"a machine with more cores, a longer lagBudget only if the machine is known to be slow"},
+		{"not saturated", quiet, -1,
+			"the machine over the run: 2 cores 55% busy over 60.0 s: drill 52%, order-gateway replicas 5%, postgres 6%, other 0%; " +
+				"to try: the machine was not saturated (55% busy), so look at the busiest seconds and at the stream's worker cap, a longer lagBudget only if the machine is known to be slow"},
+		{"not measured", nil, -1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.u.Explain(tt.lateAt); got != tt.want {
+				t.Errorf("Explain() =\n  %s\nwant\n  %s", got, tt.want)
+			}
+		})
+	}
+}
