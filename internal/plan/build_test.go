@@ -52,7 +52,8 @@ func TestBuild(t *testing.T) {
 	if got, want := strings.Join(kinds, " "), "stream-start@0s fault-on@20s fault-off@35s stream-stop@1m15s run-end@1m15s"; got != want {
 		t.Errorf("actions = %s, want %s", got, want)
 	}
-	if len(p.Judgements) != 6 || p.Judgements[2] != (Judgement{Assertion: "baseline-p99", Type: "latency", Window: "baseline"}) {
+	if len(p.Judgements) != 9 || p.Judgements[2] != (Judgement{Assertion: "baseline-p99", Type: "latency", Window: "baseline"}) ||
+		p.Judgements[8] != (Judgement{Assertion: "traffic-recovered", Type: "recovery", Window: "recovery:pg-pause"}) {
 		t.Errorf("judgements = %+v", p.Judgements)
 	}
 	if p.Duration != 75*s || p.Warmup != 5*s || p.Scenario != "orders-db-brownout" {
