@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -79,6 +80,7 @@ type Postgres struct {
 	Dir string
 
 	log       *slog.Logger
+	group     *placement.Group
 	cmd       *exec.Cmd
 	exited    chan struct{} // closed when the postmaster has been reaped
 	waitErr   error
@@ -106,13 +108,21 @@ type Postgres struct {
 // module with spec.Image, which must already be present locally (drill never
 // pulls).
 //
+// With [InGroup] the server and every process it forks run in a placement
+// group (binaries mode; a container is left where Docker puts it).
+//
 // Errors: [ErrNoPostgres] (wrapped, naming what to install) when nothing can
 // start PostgreSQL; otherwise an error carrying the tail of the server log.
 // On error nothing is left behind.
-func StartPostgres(ctx context.Context, spec scenario.PostgresDep, log *slog.Logger) (*Postgres, error) {
+func StartPostgres(ctx context.Context, spec scenario.PostgresDep, log *slog.Logger, opts ...PostgresOption) (*Postgres, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var o postgresOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+
 	spec = withPostgresDefaults(spec)
 	switch spec.Mode {
 	case scenario.PostgresBinaries:
@@ -120,13 +130,13 @@ func StartPostgres(ctx context.Context, spec scenario.PostgresDep, log *slog.Log
 		if err != nil {
 			return nil, err
 		}
-		return startPostgresBinaries(ctx, spec, bins, log)
+		return startPostgresBinaries(ctx, spec, bins, o.group, log)
 	case scenario.PostgresContainer:
 		return startPostgresContainer(ctx, spec, log)
 	case scenario.PostgresAuto:
 		bins, binErr := findPostgresBinaries()
 		if binErr == nil {
-			return startPostgresBinaries(ctx, spec, bins, log)
+			return startPostgresBinaries(ctx, spec, bins, o.group, log)
 		}
 		log.Info("postgres binaries not found, trying a container", "err", binErr)
 		pg, ctrErr := startPostgresContainer(ctx, spec, log)
@@ -158,6 +168,20 @@ func withPostgresDefaults(spec scenario.PostgresDep) scenario.PostgresDep {
 		spec.Image = DefaultPostgresImage
 	}
 	return spec
+}
+
+// PostgresOption tunes [StartPostgres].
+type PostgresOption func(*postgresOptions)
+
+type postgresOptions struct {
+	group *placement.Group
+}
+
+// InGroup runs the server and every process it forks in placement group g
+// (a cgroup with a lower CPU weight than drill's, or nice +5); nil leaves
+// them where drill runs.
+func InGroup(g *placement.Group) PostgresOption {
+	return func(o *postgresOptions) { o.group = g }
 }
 
 // postgresBinaries are the absolute paths of the server programs.
@@ -214,7 +238,7 @@ func runAs() (*syscall.Credential, error) {
 		"(PostgreSQL refuses to run as root)")
 }
 
-func startPostgresBinaries(ctx context.Context, spec scenario.PostgresDep, bins postgresBinaries, log *slog.Logger) (_ *Postgres, err error) {
+func startPostgresBinaries(ctx context.Context, spec scenario.PostgresDep, bins postgresBinaries, group *placement.Group, log *slog.Logger) (_ *Postgres, err error) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultPostgresStartTimeout)
 	defer cancel()
 	cred, err := runAs()
@@ -227,7 +251,7 @@ func startPostgresBinaries(ctx context.Context, spec scenario.PostgresDep, bins 
 	}
 	pg := &Postgres{
 		Host: "127.0.0.1", User: spec.User, Database: spec.Database,
-		Mode: scenario.PostgresBinaries, Dir: dir, log: log,
+		Mode: scenario.PostgresBinaries, Dir: dir, log: log, group: group,
 	}
 	defer func() {
 		if err != nil {
@@ -313,6 +337,7 @@ func (pg *Postgres) startServer(ctx context.Context, spec scenario.PostgresDep, 
 	cmd.Dir = pg.Dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred, Pdeathsig: syscall.SIGKILL}
+	pg.group.Prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
@@ -322,6 +347,10 @@ func (pg *Postgres) startServer(ctx context.Context, spec scenario.PostgresDep, 
 		pg.waitErr = cmd.Wait()
 		close(exited)
 	}()
+	// Before it accepts connections, so every backend is forked in place.
+	if err := pg.group.Adopt(cmd.Process.Pid); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
 	pg.Port = port
 	pg.Addr = net.JoinHostPort(pg.Host, strconv.Itoa(port))
 	pg.DSN = fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", pg.User, pg.Addr, pg.Database)

@@ -96,10 +96,14 @@ type Config struct {
 	// Log receives drill's diagnostics; nil discards.
 	Log *slog.Logger
 
+	// NoCgroup, when set, forbids cgroups: the system under test gets nice
+	// +5 (when Lower) and CPU limits are not applied, for the reason it
+	// gives.
+	NoCgroup string
+
 	// procSelf is where /proc/self/{mountinfo,cgroup} are read; "" means
-	// /proc/self. noCgroup forces the nice fallback. Tests set them.
+	// /proc/self.
 	procSelf string
-	noCgroup string
 }
 
 // Placement is where a run's system under test runs. Its methods are safe
@@ -126,6 +130,7 @@ type Placement struct {
 type Group struct {
 	mode Mode
 	dir  string // cgroup directory; "" in ModeNice and ModeSame
+	home string // drill's own cgroup directory (with dir)
 	nice int
 	// fd is the cgroup directory opened for CLONE_INTO_CGROUP (v2).
 	fd *os.File
@@ -162,8 +167,8 @@ func Setup(cfg Config) (*Placement, error) {
 
 // makeCgroup finds drill's cgroup and creates drill-<run> under it.
 func (p *Placement) makeCgroup() error {
-	if p.cfg.noCgroup != "" {
-		return errors.New(p.cfg.noCgroup)
+	if p.cfg.NoCgroup != "" {
+		return errors.New(p.cfg.NoCgroup)
 	}
 	h, err := discover(p.cfg.procSelf)
 	if err != nil {
@@ -283,7 +288,7 @@ func (p *Placement) group(rel string, limit scenario.CPUQuantity) (*Group, error
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("create cgroup: %w", err)
 		}
-		g = &Group{mode: p.mode, dir: dir}
+		g = &Group{mode: p.mode, dir: dir, home: p.own}
 		g.mode = ModeCgroupV1
 		if p.v2 {
 			g.mode = ModeCgroupV2
@@ -434,25 +439,58 @@ func (g *Group) Prepare(cmd *exec.Cmd) {
 
 // EnterThread puts the calling OS thread into g (cgroup v1) and sets its
 // nice value, so that every process it starts from now on begins there.
-// Call it only from a goroutine locked to its thread (runtime.LockOSThread)
-// that never unlocks: the thread must end with the goroutine. Errors: the
-// cgroup or the nice value could not be set.
-func (g *Group) EnterThread() error {
+// Call it only from a goroutine locked to its thread (runtime.LockOSThread).
+// leave puts the thread back where it was (drill's cgroup, its nice
+// value); only when leave returns nil may the goroutine unlock the thread,
+// otherwise the thread must end with the goroutine (Go may run a locked
+// goroutine on the main thread, which never ends: leave matters there, or
+// the thread would keep the cgroup busy). Errors: the cgroup or the nice
+// value could not be set; then the thread is as it was, or must end.
+func (g *Group) EnterThread() (leave func() error, err error) {
 	if g == nil {
-		return nil
+		return func() error { return nil }, nil
 	}
 	tid := unix.Gettid()
+	oldNice, err := threadNice(tid)
+	if err != nil {
+		return nil, err
+	}
+	leave = func() error {
+		var errs []error
+		if g.mode == ModeCgroupV1 && g.dir != "" {
+			if err := write(filepath.Join(g.home, "tasks"), strconv.Itoa(tid)); err != nil {
+				errs = append(errs, fmt.Errorf("move spawning thread back into drill's cgroup: %w", err))
+			}
+		}
+		if g.nice != 0 {
+			if err := unix.Setpriority(unix.PRIO_PROCESS, tid, oldNice); err != nil {
+				errs = append(errs, fmt.Errorf("set nice %+d back on spawning thread %d: %w", oldNice, tid, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
 	if g.mode == ModeCgroupV1 && g.dir != "" {
 		if err := write(filepath.Join(g.dir, "tasks"), strconv.Itoa(tid)); err != nil {
-			return fmt.Errorf("move spawning thread into cgroup: %w", err)
+			return nil, fmt.Errorf("move spawning thread into cgroup: %w", err)
 		}
 	}
 	if g.nice != 0 {
 		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, g.nice); err != nil {
-			return fmt.Errorf("set nice %+d on spawning thread %d: %w", g.nice, tid, err)
+			_ = leave()
+			return nil, fmt.Errorf("set nice %+d on spawning thread %d: %w", g.nice, tid, err)
 		}
 	}
-	return nil
+	return leave, nil
+}
+
+// threadNice is the nice value of thread tid.
+func threadNice(tid int) (int, error) {
+	// getpriority(2)'s raw value is 20 - nice.
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	if err != nil {
+		return 0, fmt.Errorf("read nice of thread %d: %w", tid, err)
+	}
+	return 20 - prio, nil
 }
 
 // Adopt moves the process pid, every thread of it, and every process in its

@@ -26,13 +26,17 @@ func startIn(t *testing.T, g *Group, cmd *exec.Cmd) {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends here
-		if err := g.EnterThread(); err != nil {
+		runtime.LockOSThread()
+		leave, err := g.EnterThread()
+		if err != nil {
 			errc <- err
 			return
 		}
 		g.Prepare(cmd)
 		errc <- cmd.Start()
+		if leave() == nil { // else the thread ends with this goroutine
+			runtime.UnlockOSThread()
+		}
 	}()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -147,7 +151,7 @@ func setupCgroup(t *testing.T, cfg Config) *Placement {
 // after it started (with a child it forked), and CPU limits are reported
 // as not applied.
 func TestNiceFallback(t *testing.T) {
-	p, err := Setup(Config{RunID: runID(t), Lower: true, noCgroup: "cgroups switched off by the test",
+	p, err := Setup(Config{RunID: runID(t), Lower: true, NoCgroup: "cgroups switched off by the test",
 		Limits: map[string]scenario.CPUQuantity{"app": 200}})
 	if err != nil {
 		t.Fatal(err)
