@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/placement"
 )
 
 // CleanupOptions says what [Cleanup] removes.
@@ -44,8 +45,8 @@ type CleanupReport struct {
 
 // Cleanup undoes what killed runs left behind: every applied-but-not-reverted
 // journal entry (toxics removed, disabled proxies re-enabled, process groups
-// continued with SIGCONT, containers unpaused; each success is journaled as
-// reverted), then every drill toxic still on opts.Toxiproxy. A process
+// continued with SIGCONT, containers unpaused, the run's cgroup removed once
+// its processes are gone; each success is journaled as reverted), then every drill toxic still on opts.Toxiproxy. A process
 // pause continues each journaled process that still exists with the same
 // start time, even when the group's leader is gone. It goes on after
 // a failure and returns the failures joined. Running it twice is harmless.
@@ -178,6 +179,8 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, er
 		return false, proctree.Cont(e.PGID, e.PIDs)
 	case KindContainerPause:
 		return false, opts.Docker.Unpause(ctx, e.Container)
+	case KindCgroup:
+		return placement.Remove(e.Cgroup)
 	}
 	return false, fmt.Errorf("unknown journal kind %q", e.Kind)
 }

@@ -30,6 +30,11 @@ const (
 	KindProxyCreated   = "proxy-created"   // delete Proxy at Toxiproxy
 	KindProcessPause   = "process-pause"   // SIGCONT Procs (and group PGID while its leader lives)
 	KindContainerPause = "container-pause" // unpause Container
+	// KindCgroup is the cgroup a run made for its system under test
+	// (internal/placement): remove Cgroup once its processes are gone. The
+	// run removes it at teardown, after its faults were verified, so
+	// [VerifyRun] does not list it.
+	KindCgroup = "cgroup"
 )
 
 // Entry is one JSON line of a journal.
@@ -60,6 +65,8 @@ type Entry struct {
 	Container string        `json:"container,omitempty"`
 	// Dependency names the paused dependency (process/container pause).
 	Dependency string `json:"dependency,omitempty"`
+	// Cgroup is the absolute path of the run's cgroup (cgroup kind).
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Journal is an append-only JSON-lines file per run, synced to disk after

@@ -21,6 +21,8 @@ type Leftover struct {
 	// PGID is a process group still stopped; Container a container still paused.
 	PGID      int    `json:"pgid,omitempty"`
 	Container string `json:"container,omitempty"`
+	// Cgroup is a run's cgroup not yet removed.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // String describes the leftover in one line.
@@ -36,6 +38,8 @@ func (l Leftover) String() string {
 		return fmt.Sprintf("process group %d stopped", l.PGID)
 	case KindContainerPause:
 		return fmt.Sprintf("container %.12s paused", l.Container)
+	case KindCgroup:
+		return "cgroup " + l.Cgroup
 	}
 	return l.Kind
 }
@@ -84,6 +88,9 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 			if e.Embedded {
 				continue // the embedded server's state ends with the run
 			}
+			if e.Kind == KindCgroup {
+				continue // removed at teardown, once its processes are gone
+			}
 			left = append(left, leftoverOf(e))
 		}
 	}
@@ -92,7 +99,7 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 
 func leftoverOf(e Entry) Leftover {
 	return Leftover{RunID: e.Run, Kind: e.Kind, Toxiproxy: e.Toxiproxy, Proxy: e.Proxy, Toxic: e.Toxic,
-		PGID: e.PGID, Container: e.Container}
+		PGID: e.PGID, Container: e.Container, Cgroup: e.Cgroup}
 }
 
 func toxicsWithPrefix(ctx context.Context, tp Toxiproxy, prefix string) ([]Leftover, error) {

@@ -100,6 +100,9 @@ func Summary(w io.Writer, run *record.Run) error {
 	for _, l := range startupLines(run.Events) {
 		fmt.Fprintf(ew, "STARTUP   %s\n", l)
 	}
+	if p := run.Environment.Priority; p != nil && p.Summary != "" {
+		fmt.Fprintf(ew, "PRIORITY  %s\n", p.Summary)
+	}
 	if run.Validity.Valid() {
 		fmt.Fprintln(ew, "VALIDITY  ok: the load generator kept its schedule and every fault was on the path")
 	} else {

@@ -13,6 +13,7 @@ import (
 	"github.com/drillhq/drill/internal/deps"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/runtime"
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -24,6 +25,9 @@ type environment struct {
 	toxiproxy inject.Toxiproxy
 	embedded  *inject.Embedded
 	services  map[string]*runtime.Service
+	// placement puts the system under test below drill's CPU priority
+	// (local runs; nil otherwise).
+	placement *placement.Placement
 	// closers run in reverse order at teardown.
 	closers []namedCloser
 }
@@ -76,11 +80,20 @@ func (r *run) bringUp(ctx context.Context) error {
 	}
 	r.journal = journal
 	env.onClose("fault journal", func(context.Context) error { return journal.Close() })
+	if r.sc.Environment.Type != scenario.EnvKubernetes {
+		if err := r.place(); err != nil {
+			return err
+		}
+	}
 	for _, d := range r.sc.Dependencies {
 		switch {
 		case d.Postgres != nil:
 			r.log.Info("starting PostgreSQL", "dependency", d.Name)
-			pg, err := deps.StartPostgres(ctx, *d.Postgres, r.log.With("dependency", d.Name))
+			group, err := env.placement.Deps()
+			if err != nil {
+				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
+			}
+			pg, err := deps.StartPostgres(ctx, *d.Postgres, r.log.With("dependency", d.Name), deps.InGroup(group))
 			if err != nil {
 				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
 			}
@@ -114,6 +127,45 @@ func (r *run) bringUp(ctx context.Context) error {
 		if err := r.startService(ctx, s); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// place makes the run's CPU placement (internal/placement): by default a
+// cgroup of the run with a lower CPU weight than drill's, or nice +5 where
+// drill may not make one; and each service's CPU limit. The cgroup is
+// journaled before it is made, so `drill cleanup` removes it after a
+// SIGKILL; teardown removes it once every process in it has ended.
+func (r *run) place() error {
+	limits := map[string]scenario.CPUQuantity{}
+	for _, s := range r.sc.Services {
+		if q := s.CPULimit(); q > 0 {
+			limits[s.Name] = q
+		}
+	}
+	lower := true
+	if l := r.sc.Environment.Local; l != nil && l.SUTPriority == scenario.SUTPrioritySame {
+		lower = false
+	}
+	pl, err := placement.Setup(placement.Config{
+		RunID: r.id, Lower: lower, Limits: limits, Log: r.log.With("component", "placement"),
+		Journal: func(dir string) error {
+			return r.journal.Record(inject.Entry{Op: inject.OpApply, Key: "cgroup", Kind: inject.KindCgroup, Cgroup: dir})
+		},
+	})
+	if err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("place the system under test: %w", err))
+	}
+	r.env.placement = pl
+	rep := pl.Report()
+	r.log.Info("CPU priority", "mode", rep.Mode, "applied", rep.Line)
+	if pl.Cgroup() != "" {
+		r.env.onClose("cgroup "+pl.Cgroup(), func(context.Context) error {
+			if err := pl.Close(); err != nil {
+				return err
+			}
+			return r.journal.Record(inject.Entry{Op: inject.OpRevert, Key: "cgroup", Kind: inject.KindCgroup, Cgroup: pl.Cgroup()})
+		})
 	}
 	return nil
 }
@@ -306,6 +358,8 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		Listen:   s.Listen,
 		LogDir:   logDir,
 		Redact:   r.redactor,
+		// Each replica in its own group: drill-<run>/<service>/<pod>.
+		Placement: r.env.placement,
 	}
 	if s.Port != nil {
 		spec.PortEnv, spec.PortFormat = s.Port.Env, s.Port.Format

@@ -64,13 +64,28 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	}
 	// A run whose cleanup was verified leaves nothing for drill cleanup to
 	// undo: its journal goes; any other run keeps it.
-	if res.Record != nil && res.Record.Cleanup.Verified && r.journal != nil {
+	if res.Record != nil && res.Record.Cleanup.Verified && r.journal != nil && r.journalDone() {
 		if rmErr := os.Remove(r.journal.Path()); rmErr != nil && !os.IsNotExist(rmErr) {
 			r.log.Warn("could not remove the fault journal of a clean run", "path", r.journal.Path(), "err", rmErr)
 		}
 	}
 	r.log.Info("run finished", "took", time.Since(start).Round(time.Millisecond), "code", res.Code)
 	return res, err
+}
+
+// journalDone reports whether the run's cgroup, which teardown removes
+// after the faults were verified, is gone as its journal records;
+// otherwise the journal is kept for drill cleanup.
+func (r *run) journalDone() bool {
+	entries, err := inject.ReadJournal(r.journal.Path())
+	for _, e := range inject.Pending(entries) {
+		if e.Kind == inject.KindCgroup {
+			r.log.Warn("the run's cgroup is still there; remove it with drill cleanup once its processes ended",
+				"cgroup", e.Cgroup, "command", inject.CleanupCommand(r.id, r.toxiproxyURL()))
+			return false
+		}
+	}
+	return err == nil
 }
 
 // teardown reverts whatever is still applied and stops everything the run
