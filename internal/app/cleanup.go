@@ -23,14 +23,15 @@ func newCleanupCommand(g *Globals) *cobra.Command {
 	var fl cleanupFlags
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Undo what killed drill runs left behind (toxics, disabled proxies, paused processes and containers)",
+		Short: "Undo what killed drill runs left behind (toxics, disabled proxies, paused processes and containers, cgroups)",
 		Long: `cleanup undoes every fault a drill run applied but never reverted, for
 example because the run was killed with SIGKILL or its machine was lost.
 
 It reads the run journals under the state directory ($XDG_STATE_HOME/drill,
 else ~/.local/state/drill): each fault is written there before it is applied.
 Journaled toxics are removed, disabled proxies re-enabled, paused process
-groups continued and paused containers unpaused. With --toxiproxy it also
+groups continued, paused containers unpaused and the cgroup a run made
+for its system under test removed. With --toxiproxy it also
 removes every toxic named drill-* (or drill-<run>-* with --run) from that
 Toxiproxy, journal or not.
 
