@@ -23,16 +23,17 @@ func newCleanupCommand(g *Globals) *cobra.Command {
 	var fl cleanupFlags
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Undo what killed drill runs left behind (toxics, disabled proxies, paused processes and containers, throwaway PostgreSQL clusters)",
+		Short: "Undo what killed drill runs left behind (toxics, disabled proxies, paused processes and containers, throwaway PostgreSQL clusters, cgroups)",
 		Long: `cleanup undoes every fault a drill run applied but never reverted, for
 example because the run was killed with SIGKILL or its machine was lost.
 
 It reads the run journals under the state directory ($XDG_STATE_HOME/drill,
 else ~/.local/state/drill): each fault is written there before it is applied.
 Journaled toxics are removed, disabled proxies re-enabled, paused process
-groups continued and paused containers unpaused. A throwaway PostgreSQL the
-run started (binaries mode) has its processes continued and killed and its
-temp dir ($TMPDIR/drill-pg-*) removed; each line says what was done. With
+groups continued, paused containers unpaused and the cgroup a run made
+for its system under test removed. A throwaway PostgreSQL the run started
+(binaries mode) has its processes continued and killed and its temp dir
+($TMPDIR/drill-pg-*) removed; each line says what was done. With
 --toxiproxy it also
 removes every toxic named drill-* (or drill-<run>-* with --run) from that
 Toxiproxy, journal or not.

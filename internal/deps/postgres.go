@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -79,6 +80,7 @@ type Postgres struct {
 	Dir string
 
 	log       *slog.Logger
+	group     *placement.Group
 	cmd       *exec.Cmd
 	exited    chan struct{} // closed when the postmaster has been reaped
 	waitErr   error
@@ -109,7 +111,9 @@ type Postgres struct {
 // pulls).
 //
 // opts: [WithFootprint] reports the temp dir and the postmaster as they
-// come into being, so that a caller can journal them.
+// come into being, so that a caller can journal them; with [InGroup] the
+// server and every process it forks run in a placement group (binaries
+// mode; a container is left where Docker puts it).
 //
 // Errors: [ErrNoPostgres] (wrapped, naming what to install) when nothing can
 // start PostgreSQL; otherwise an error carrying the tail of the server log.
@@ -173,6 +177,7 @@ type PostgresOption func(*postgresOptions)
 
 type postgresOptions struct {
 	footprint func(PostgresFootprint) error
+	group     *placement.Group
 }
 
 // WithFootprint makes [StartPostgres] report the cluster's footprint to
@@ -214,6 +219,13 @@ func withPostgresDefaults(spec scenario.PostgresDep) scenario.PostgresDep {
 		spec.Image = DefaultPostgresImage
 	}
 	return spec
+}
+
+// InGroup runs the server and every process it forks in placement group g
+// (a cgroup with a lower CPU weight than drill's, or nice +5); nil leaves
+// them where drill runs.
+func InGroup(g *placement.Group) PostgresOption {
+	return func(o *postgresOptions) { o.group = g }
 }
 
 // postgresBinaries are the absolute paths of the server programs.
@@ -286,7 +298,7 @@ func startPostgresBinaries(ctx context.Context, spec scenario.PostgresDep, bins 
 	}
 	pg := &Postgres{
 		Host: "127.0.0.1", User: spec.User, Database: spec.Database,
-		Mode: scenario.PostgresBinaries, Dir: dir, log: log, opts: o,
+		Mode: scenario.PostgresBinaries, Dir: dir, log: log, opts: o, group: o.group,
 	}
 	defer func() {
 		if err != nil {
@@ -375,6 +387,7 @@ func (pg *Postgres) startServer(ctx context.Context, spec scenario.PostgresDep, 
 	cmd.Dir = pg.Dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred, Pdeathsig: syscall.SIGKILL}
+	pg.group.Prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
@@ -388,6 +401,10 @@ func (pg *Postgres) startServer(ctx context.Context, spec scenario.PostgresDep, 
 		if err := pg.opts.report(PostgresFootprint{Dir: pg.Dir, Postmaster: ids[0]}); err != nil {
 			return err
 		}
+	}
+	// Before it accepts connections, so every backend is forked in place.
+	if err := pg.group.Adopt(cmd.Process.Pid); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
 	}
 	pg.Port = port
 	pg.Addr = net.JoinHostPort(pg.Host, strconv.Itoa(port))

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/placement"
 )
 
 // CleanupOptions says what [Cleanup] removes.
@@ -45,12 +46,13 @@ type CleanupReport struct {
 // Cleanup undoes what killed runs left behind: every applied-but-not-reverted
 // journal entry, newest first (toxics removed, disabled proxies re-enabled,
 // process groups continued with SIGCONT, containers unpaused, throwaway
-// PostgreSQL clusters continued, killed and their temp dirs removed; each
-// success is journaled as reverted), then every drill toxic still on
-// opts.Toxiproxy. A process pause continues each journaled process that
-// still exists with the same start time, even when the group's leader is
-// gone. It goes on after a failure and returns the failures joined.
-// Running it twice is harmless.
+// PostgreSQL clusters continued, killed and their temp dirs removed, the
+// run's cgroup removed once its processes are gone; each success is
+// journaled as reverted), then every drill toxic still on opts.Toxiproxy.
+// A process pause continues each journaled process that still exists with
+// the same start time, even when the group's leader is gone. It goes on
+// after a failure and returns the failures joined. Running it twice is
+// harmless.
 func Cleanup(ctx context.Context, opts CleanupOptions) (CleanupReport, error) {
 	log := opts.Log
 	if log == nil {
@@ -191,6 +193,8 @@ func undoFault(ctx context.Context, opts CleanupOptions, e Entry) (gone bool, er
 		return false, proctree.Cont(e.PGID, e.PIDs)
 	case KindContainerPause:
 		return false, opts.Docker.Unpause(ctx, e.Container)
+	case KindCgroup:
+		return placement.Remove(e.Cgroup)
 	}
 	return false, fmt.Errorf("unknown journal kind %q", e.Kind)
 }

@@ -35,6 +35,11 @@ const (
 	// then remove Dir. Journaled when its temp dir is created; reverted
 	// once the run stopped it and removed the dir.
 	KindPostgres = "postgres"
+	// KindCgroup is the cgroup a run made for its system under test
+	// (internal/placement): remove Cgroup once its processes are gone. The
+	// run removes it at teardown, after its faults were verified, so
+	// [VerifyRun] does not list it.
+	KindCgroup = "cgroup"
 )
 
 // Entry is one JSON line of a journal.
@@ -69,6 +74,8 @@ type Entry struct {
 	// Dir is a throwaway PostgreSQL's temp dir (KindPostgres): absolute,
 	// its base name starting with drill-pg-.
 	Dir string `json:"dir,omitempty"`
+	// Cgroup is the absolute path of the run's cgroup (cgroup kind).
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Journal is an append-only JSON-lines file per run, synced to disk after

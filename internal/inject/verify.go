@@ -27,6 +27,8 @@ type Leftover struct {
 	// Detail says what [Cleanup] did about it, e.g. "continued and
 	// killed 6 processes, removed 43 MB"; "" elsewhere.
 	Detail string `json:"detail,omitempty"`
+	// Cgroup is a run's cgroup not yet removed.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // String describes the leftover in one line.
@@ -48,6 +50,8 @@ func (l Leftover) String() string {
 			s += ": " + l.Detail
 		}
 		return s
+	case KindCgroup:
+		return "cgroup " + l.Cgroup
 	}
 	return l.Kind
 }
@@ -101,6 +105,9 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 			if e.Kind == KindPostgres {
 				continue // a dependency, not a fault: stopped after this check
 			}
+			if e.Kind == KindCgroup {
+				continue // removed at teardown, once its processes are gone
+			}
 			left = append(left, leftoverOf(e))
 		}
 	}
@@ -109,7 +116,7 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 
 func leftoverOf(e Entry) Leftover {
 	return Leftover{RunID: e.Run, Kind: e.Kind, Toxiproxy: e.Toxiproxy, Proxy: e.Proxy, Toxic: e.Toxic,
-		PGID: e.PGID, Container: e.Container, Dependency: e.Dependency, Dir: e.Dir}
+		PGID: e.PGID, Container: e.Container, Dependency: e.Dependency, Dir: e.Dir, Cgroup: e.Cgroup}
 }
 
 func toxicsWithPrefix(ctx context.Context, tp Toxiproxy, prefix string) ([]Leftover, error) {

@@ -202,6 +202,52 @@ type Environment struct {
 	ToxiproxyURL string `json:"toxiproxyURL,omitempty"`
 	// Notes are free key/value facts (e.g. postgres mode, versions).
 	Notes map[string]string `json:"notes,omitempty"`
+	// Priority says how a local run shared the CPU between drill and the
+	// system under test (nil for kubernetes runs and older records).
+	Priority *Priority `json:"priority,omitempty"`
+}
+
+// Priority says how a local run shared this machine's CPU between drill
+// (the load generator and the clock that judges it) and the system under
+// test (the services' replicas and local dependencies).
+type Priority struct {
+	// Mode is cgroup-v1 or cgroup-v2 (a cgroup of the run), nice (no
+	// cgroup could be made) or same (sutPriority: same, no cgroup needed).
+	Mode string `json:"mode"`
+	// Cgroup is the run's cgroup directory, removed at the run's end (""
+	// when none was made).
+	Cgroup string `json:"cgroup,omitempty"`
+	// WeightFile is cpu.shares or cpu.weight; SUTWeight is its value for
+	// the system under test, DrillWeight drill's own (set when the system
+	// under test got a lower weight through a cgroup).
+	WeightFile  string `json:"weightFile,omitempty"`
+	SUTWeight   int    `json:"sutWeight,omitempty"`
+	DrillWeight int    `json:"drillWeight,omitempty"`
+	// Nice is the nice value of the system under test's processes (mode
+	// nice).
+	Nice int `json:"nice,omitempty"`
+	// Limits are the services' CPU limits (resources.limits.cpu).
+	Limits []CPULimit `json:"limits,omitempty"`
+	// NoCgroup says why no cgroup was made ("" when one was or none was
+	// needed).
+	NoCgroup string `json:"noCgroup,omitempty"`
+	// Summary is the summary's PRIORITY line.
+	Summary string `json:"summary"`
+}
+
+// CPULimit is one service's CPU limit and how it was applied.
+type CPULimit struct {
+	Service string `json:"service"`
+	// CPU is the limit as Kubernetes writes it ("500m"); Cores the same in
+	// cores.
+	CPU   string  `json:"cpu"`
+	Cores float64 `json:"cores"`
+	// QuotaMicros per PeriodMicros (µs) is each replica's CFS quota; 0 when
+	// not applied.
+	QuotaMicros  int64 `json:"quotaMicros,omitempty"`
+	PeriodMicros int64 `json:"periodMicros,omitempty"`
+	// Applied is false where drill could not make cgroups.
+	Applied bool `json:"applied"`
 }
 
 // Name returns the scenario's name, or "" when the run has no scenario.

@@ -106,6 +106,9 @@ func Summary(w io.Writer, run *record.Run) error {
 	if run.CPU != nil {
 		fmt.Fprintf(ew, "CPU       %s\n", run.CPU.Line())
 	}
+	if p := run.Environment.Priority; p != nil && p.Summary != "" {
+		fmt.Fprintf(ew, "PRIORITY  %s\n", p.Summary)
+	}
 	if run.Validity.Valid() {
 		fmt.Fprintln(ew, "VALIDITY  ok: the load generator kept its schedule and every fault was on the path")
 	} else {

@@ -15,6 +15,7 @@ import (
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/runtime"
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -26,6 +27,9 @@ type environment struct {
 	toxiproxy inject.Toxiproxy
 	embedded  *inject.Embedded
 	services  map[string]*runtime.Service
+	// placement puts the system under test below drill's CPU priority
+	// (local runs; nil otherwise).
+	placement *placement.Placement
 	// closers run in reverse order at teardown.
 	closers []namedCloser
 }
@@ -78,11 +82,20 @@ func (r *run) bringUp(ctx context.Context) error {
 	}
 	r.journal = journal
 	env.onClose("fault journal", func(context.Context) error { return journal.Close() })
+	if r.sc.Environment.Type != scenario.EnvKubernetes {
+		if err := r.place(); err != nil {
+			return err
+		}
+	}
 	for _, d := range r.sc.Dependencies {
 		switch {
 		case d.Postgres != nil:
 			r.log.Info("starting PostgreSQL", "dependency", d.Name)
-			pg, err := r.startPostgres(ctx, d.Name, *d.Postgres)
+			group, err := env.placement.Deps()
+			if err != nil {
+				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
+			}
+			pg, err := r.startPostgres(ctx, d.Name, *d.Postgres, group)
 			if err != nil {
 				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
 			}
@@ -131,12 +144,12 @@ func (r *run) bringUp(ctx context.Context) error {
 // postmaster as they come into being, so that `drill cleanup` can remove
 // the cluster if drill is killed (SIGKILL) before it stops it. A start that
 // failed removed everything; its entry is closed then.
-func (r *run) startPostgres(ctx context.Context, name string, spec scenario.PostgresDep) (*deps.Postgres, error) {
+func (r *run) startPostgres(ctx context.Context, name string, spec scenario.PostgresDep, group *placement.Group) (*deps.Postgres, error) {
 	var dir string
 	pg, err := deps.StartPostgres(ctx, spec, r.log.With("dependency", name), deps.WithFootprint(func(fp deps.PostgresFootprint) error {
 		dir = fp.Dir
 		return r.journal.Record(inject.PostgresEntry(inject.OpApply, name, fp.Dir, fp.Postmaster))
-	}))
+	}), deps.InGroup(group))
 	if err != nil && dir != "" {
 		if _, statErr := os.Stat(dir); os.IsNotExist(statErr) {
 			if jerr := r.journalPostgresGone(name, dir); jerr != nil {
@@ -159,6 +172,45 @@ func (r *run) journalPostgresGone(name, dir string) error {
 	return nil
 }
 
+// place makes the run's CPU placement (internal/placement): by default a
+// cgroup of the run with a lower CPU weight than drill's, or nice +5 where
+// drill may not make one; and each service's CPU limit. The cgroup is
+// journaled before it is made, so `drill cleanup` removes it after a
+// SIGKILL; teardown removes it once every process in it has ended.
+func (r *run) place() error {
+	limits := map[string]scenario.CPUQuantity{}
+	for _, s := range r.sc.Services {
+		if q := s.CPULimit(); q > 0 {
+			limits[s.Name] = q
+		}
+	}
+	lower := true
+	if l := r.sc.Environment.Local; l != nil && l.SUTPriority == scenario.SUTPrioritySame {
+		lower = false
+	}
+	pl, err := placement.Setup(placement.Config{
+		RunID: r.id, Lower: lower, Limits: limits, Log: r.log.With("component", "placement"),
+		Journal: func(dir string) error {
+			return r.journal.Record(inject.Entry{Op: inject.OpApply, Key: "cgroup", Kind: inject.KindCgroup, Cgroup: dir})
+		},
+	})
+	if err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("place the system under test: %w", err))
+	}
+	r.env.placement = pl
+	rep := pl.Report()
+	r.log.Info("CPU priority", "mode", rep.Mode, "applied", rep.Line)
+	if pl.Cgroup() != "" {
+		r.env.onClose("cgroup "+pl.Cgroup(), func(context.Context) error {
+			if err := pl.Close(); err != nil {
+				return err
+			}
+			return r.journal.Record(inject.Entry{Op: inject.OpRevert, Key: "cgroup", Kind: inject.KindCgroup, Cgroup: pl.Cgroup()})
+		})
+	}
+	return nil
+}
+
 // removeSettledJournal removes the run's journal when it leaves nothing
 // for `drill cleanup` to undo: every journaled change (faults, proxies,
 // PostgreSQL temp dirs) was reverted and, when the run got as far as
@@ -176,6 +228,12 @@ func (r *run) removeSettledJournal(res Result) {
 		return
 	}
 	if pending := inject.Pending(entries); len(pending) > 0 {
+		for _, e := range pending {
+			if e.Kind == inject.KindCgroup {
+				r.log.Warn("the run's cgroup is still there; remove it with drill cleanup once its processes ended",
+					"cgroup", e.Cgroup, "command", inject.CleanupCommand(r.id, r.toxiproxyURL()))
+			}
+		}
 		r.log.Warn("the run left changes behind; its journal stays for drill cleanup", "path", path, "pending", len(pending))
 		return
 	}
@@ -372,6 +430,8 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		Listen:   s.Listen,
 		LogDir:   logDir,
 		Redact:   r.redactor,
+		// Each replica in its own group: drill-<run>/<service>/<pod>.
+		Placement: r.env.placement,
 	}
 	if s.Port != nil {
 		spec.PortEnv, spec.PortFormat = s.Port.Env, s.Port.Format

@@ -11,6 +11,7 @@ import (
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/progress"
 	"github.com/drillhq/drill/internal/record"
@@ -54,6 +55,9 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 	rec.ComputeFindings()
 	rec.Validity.LoadBehind = record.CheckLag(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
 	rec.Validity.ConnectionErrors = record.CheckConnectionErrors(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
+	if r.env != nil {
+		rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.placement.Warnings()...)
+	}
 
 	rec.Cleanup.Verified = revertErr == nil && verifyErr == nil && len(leftovers) == 0
 	if !rec.Cleanup.Verified {
@@ -135,6 +139,9 @@ func (r *run) environmentInfo() record.Environment {
 		for name, pg := range r.env.postgres {
 			env.Notes["postgres."+name] = string(pg.Mode)
 		}
+		if r.env.placement != nil {
+			env.Priority = priorityRecord(r.env.placement.Report())
+		}
 	}
 	return env
 }
@@ -192,4 +199,15 @@ func phaseAt(p *plan.Plan, now time.Duration) string {
 		}
 	}
 	return phase
+}
+
+// priorityRecord is run.json's account of the run's CPU placement.
+func priorityRecord(rep placement.Report) *record.Priority {
+	p := &record.Priority{Mode: string(rep.Mode), Cgroup: rep.Cgroup, WeightFile: rep.WeightFile,
+		SUTWeight: rep.SUTWeight, DrillWeight: rep.DrillWeight, Nice: rep.Nice, NoCgroup: rep.NoCgroup, Summary: rep.Line}
+	for _, l := range rep.Limits {
+		p.Limits = append(p.Limits, record.CPULimit{Service: l.Service, CPU: l.CPU, Cores: l.Cores,
+			QuotaMicros: l.QuotaMicros, PeriodMicros: l.PeriodMicros, Applied: l.Applied})
+	}
+	return p
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -206,6 +207,9 @@ type ReplicaConfig struct {
 	Sink event.Sink
 	// Log is for drill's own diagnostics; nil discards.
 	Log *slog.Logger
+	// Placement is where the replica's processes run (a cgroup with a CPU
+	// weight and quota, or a nice value); nil: where drill runs.
+	Placement *placement.Group
 	// OnChange is called with the new status after every change of
 	// readiness, process or restart count, in order, with the replica's
 	// lock held: it must be quick and must not call the Replica's methods.
@@ -358,7 +362,16 @@ func NewReplica(cfg ReplicaConfig) (*Replica, error) {
 // running then). The replica then runs until Stop or until ctx is
 // cancelled, which stops it like Stop with the full grace period.
 func (r *Replica) Start(ctx context.Context) error {
-	r.spawn = newSpawner()
+	spawn, err := newSpawner(r.cfg.Placement)
+	if err != nil {
+		r.stopOnce.Do(func() { close(r.stopCh) })
+		close(r.done)
+		r.mu.Lock()
+		r.st.State = StateTerminated
+		r.mu.Unlock()
+		return fmt.Errorf("start pod %s: %w", r.cfg.Pod, err)
+	}
+	r.spawn = spawn
 	r.mu.Lock()
 	inst, err := r.startLocked(0)
 	r.mu.Unlock()

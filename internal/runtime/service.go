@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -56,6 +57,10 @@ type ServiceSpec struct {
 	// Redact, when set, redacts every line written to the pod logs
 	// (internal/redact's rules); nil writes the replicas' output as it is.
 	Redact *redact.Redactor
+	// Placement puts each replica's processes in its own group of the run
+	// (drill-<run>/<service>/<pod>: a lower CPU weight than drill's and
+	// the service's CPU limit), or at a nice value; nil: where drill runs.
+	Placement *placement.Placement
 	// Options tune back-off (tests), the log ring and the event source.
 	Options Options
 }
@@ -138,11 +143,15 @@ func Start(ctx context.Context, clock *event.Clock, sink event.Sink, spec Servic
 			s.logs = append(s.logs, lw)
 			logs = lw
 		}
+		group, err := spec.Placement.Replica(spec.Name, pod)
+		if err != nil {
+			return nil, fmt.Errorf("place pod %s: %w", pod, err)
+		}
 		r, err := NewReplica(ReplicaConfig{
 			Service: spec.Name, Pod: pod, Container: spec.Name,
 			Command: spec.Command, Env: replicaEnv(spec, ports[i], i), Dir: spec.Dir, Port: ports[i], PortEnv: spec.PortEnv,
 			Probes: spec.Probes, Grace: spec.Grace, Logs: logs, Options: spec.Options,
-			Clock: clock, Sink: sink, Log: log,
+			Clock: clock, Sink: sink, Log: log, Placement: group,
 			OnChange: func(st ReplicaStatus) { s.onChange(i, st) },
 		})
 		if err != nil {

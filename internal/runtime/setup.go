@@ -105,7 +105,11 @@ func RunSetup(ctx context.Context, clock *event.Clock, sink event.Sink, spec Set
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.WaitDelay = 2 * time.Second
-	sp := newSpawner()
+	// The setup step runs before load, where drill is (not placed).
+	sp, err := newSpawner(nil)
+	if err != nil {
+		return fmt.Errorf("setup of service %s: %w", spec.Service, err)
+	}
 	defer sp.close()
 	begin := time.Now()
 	log.Info("running setup", "service", spec.Service, "timeout", timeout)

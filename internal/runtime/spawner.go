@@ -1,17 +1,23 @@
 package runtime
 
 import (
+	"fmt"
 	"os/exec"
 	"runtime"
 	"syscall"
+
+	"github.com/drillhq/drill/internal/placement"
 )
 
 // spawner starts processes from one OS thread that stays alive until close,
 // so that PR_SET_PDEATHSIG (which fires when the *thread* that forked the
-// child exits, not the process) only fires when drill itself dies.
+// child exits, not the process) only fires when drill itself dies. The
+// thread first enters its placement group (a cgroup, a nice value), so
+// every process it starts begins there, before it runs any code.
 type spawner struct {
-	reqs chan spawnReq
-	done chan struct{}
+	reqs  chan spawnReq
+	done  chan struct{}
+	group *placement.Group
 }
 
 type spawnReq struct {
@@ -19,18 +25,35 @@ type spawnReq struct {
 	err chan error
 }
 
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnReq), done: make(chan struct{})}
+// newSpawner starts the spawning thread in group g (nil: where drill is).
+// Errors: the thread could not enter g; then no thread is left.
+func newSpawner(g *placement.Group) (*spawner, error) {
+	s := &spawner{reqs: make(chan spawnReq), done: make(chan struct{}), group: g}
+	ready := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		// No UnlockOSThread: when this goroutine returns the thread exits,
-		// which is only allowed after every child has been reaped.
+		// The thread is unlocked only once every child has been reaped
+		// and the thread is back where drill runs; otherwise it exits
+		// with this goroutine (or, the main thread, is parked for good).
 		defer close(s.done)
+		leave, err := g.EnterThread()
+		if err != nil {
+			ready <- err
+			return
+		}
+		ready <- nil
 		for r := range s.reqs {
 			r.err <- r.cmd.Start()
 		}
+		if leave() == nil {
+			runtime.UnlockOSThread()
+		}
 	}()
-	return s
+	if err := <-ready; err != nil {
+		<-s.done
+		return nil, fmt.Errorf("place the replica's processes: %w", err)
+	}
+	return s, nil
 }
 
 // start starts cmd in its own process group with SIGKILL as its parent-death
@@ -41,6 +64,7 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	s.group.Prepare(cmd)
 	r := spawnReq{cmd: cmd, err: make(chan error, 1)}
 	s.reqs <- r
 	return <-r.err

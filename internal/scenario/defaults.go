@@ -75,6 +75,12 @@ func (s *Scenario) SetDefaults() {
 	if s.Environment.Type == "" {
 		s.Environment.Type = EnvLocal
 	}
+	if s.Environment.Type == EnvLocal {
+		if s.Environment.Local == nil {
+			s.Environment.Local = &LocalEnv{}
+		}
+		setIf(&s.Environment.Local.SUTPriority, SUTPriorityLower)
+	}
 	if k := s.Environment.Kubernetes; k != nil && len(k.AllowedNamespaces) == 0 && k.Namespace != "" {
 		k.AllowedNamespaces = []string{k.Namespace}
 	}

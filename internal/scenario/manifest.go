@@ -23,7 +23,8 @@ func (s *Scenario) ManifestPath(m *ManifestRef) string {
 }
 
 // loadManifests reads the probes of each service's Deployment manifest into
-// Service.Probes (a probe written inline wins). Positions of values read
+// Service.Probes (a probe written inline wins), and its container's
+// resources.limits.cpu into Service.Resources (unless written inline). Positions of values read
 // from a manifest carry the manifest's file name, so later errors point
 // into the manifest. Errors are *Errors.
 func (s *Scenario) loadManifests() error {
@@ -65,6 +66,19 @@ func (s *Scenario) loadManifests() error {
 			key := container.Content[k].Value
 			if idx, ok := pi.byName[key]; ok {
 				d.decode(container.Content[k+1], pv.Field(pi.fields[idx].index), base+".probes."+key, 0)
+			}
+		}
+		if cpu := get(get(get(container, "resources"), "limits"), "cpu"); cpu != nil && svc.CPULimit() == 0 {
+			var q CPUQuantity
+			path := base + ".resources.limits.cpu"
+			before := len(d.errs.list)
+			d.decode(cpu, reflect.ValueOf(&q).Elem(), path, 0)
+			if len(d.errs.list) == before && q > 0 {
+				if svc.Resources == nil {
+					svc.Resources = &Resources{}
+				}
+				svc.Resources.Limits = &ResourceLimits{CPU: q}
+				s.adoptPositions(d.pos, path, mpath)
 			}
 		}
 		for _, e := range d.errs.list {

@@ -18,12 +18,14 @@ const (
 	RatePattern       = `^\s*[0-9]+\s*/\s*(s|m|h|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)\s*$`
 	ByteSizePattern   = `^\s*[0-9]+\s*(B|KB|MB|GB|KiB|MiB|GiB)?\s*$`
 	PercentilePattern = `^p?(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)$`
+	CPUPattern        = `^([0-9]+m|[0-9]*\.?[0-9]{1,3}|[0-9]+)$`
 )
 
 // enums lists the allowed values of enumerated keys, by "Type.key".
 func enums() map[string][]string {
 	return map[string][]string{
 		"Environment.type":      EnvironmentTypes,
+		"LocalEnv.sutPriority":  SUTPriorities,
 		"PostgresDep.mode":      PostgresModes,
 		"Service.reference":     ReferenceServices,
 		"Service.build":         Builds,
@@ -43,10 +45,11 @@ func enums() map[string][]string {
 
 // unitTypes are the types written as strings with units.
 var unitTypes = map[reflect.Type]bool{
-	reflect.TypeFor[Duration]():   true,
-	reflect.TypeFor[Rate]():       true,
-	reflect.TypeFor[ByteSize]():   true,
-	reflect.TypeFor[Percentile](): true,
+	reflect.TypeFor[Duration]():    true,
+	reflect.TypeFor[Rate]():        true,
+	reflect.TypeFor[ByteSize]():    true,
+	reflect.TypeFor[Percentile]():  true,
+	reflect.TypeFor[CPUQuantity](): true,
 }
 
 // JSONSchema returns a JSON Schema (draft 2020-12) of the scenario format,
@@ -79,6 +82,13 @@ func JSONSchema() ([]byte, error) {
 				map[string]any{"type": "string", "pattern": PercentilePattern},
 				map[string]any{"type": "number", "exclusiveMinimum": 0, "maximum": 100},
 			},
+		},
+	}
+	defs["CPUQuantity"] = map[string]any{
+		"description": "CPU as Kubernetes writes it: millicores 500m, or cores 1, 1.5, 0.25 (at most three decimals); above 0.",
+		"anyOf": []any{
+			map[string]any{"type": "string", "pattern": CPUPattern},
+			map[string]any{"type": "number", "exclusiveMinimum": 0},
 		},
 	}
 	en := enums()
@@ -257,6 +267,8 @@ func valueName(t reflect.Type) string {
 		return "byte size (`512`, `64KiB`)"
 	case reflect.TypeFor[Percentile]():
 		return "percentile (`p99`, `p99.9`)"
+	case reflect.TypeFor[CPUQuantity]():
+		return "CPU quantity (`500m`, `1.5`)"
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

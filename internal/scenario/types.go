@@ -105,6 +105,36 @@ type Environment struct {
 	Type EnvironmentType `yaml:"type,omitempty" json:"type,omitempty"`
 	// Kubernetes is required when Type is kubernetes.
 	Kubernetes *KubernetesEnv `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+	// Local tunes how a local environment shares this machine's CPU between
+	// drill and the system under test.
+	Local *LocalEnv `yaml:"local,omitempty" json:"local,omitempty"`
+}
+
+// SUTPriority says how the system under test shares the CPU with drill in a
+// local environment.
+type SUTPriority string
+
+// SUT priorities.
+const (
+	// SUTPriorityLower runs replicas and dependencies at a lower CPU weight
+	// than drill (the default).
+	SUTPriorityLower SUTPriority = "lower"
+	// SUTPrioritySame runs them at drill's own weight.
+	SUTPrioritySame SUTPriority = "same"
+)
+
+// LocalEnv tunes a local environment. On one machine the load generator
+// stands in for clients on other machines, so by default drill gives its
+// own process (the generator and the clock that judges it) CPU priority
+// over the system under test.
+type LocalEnv struct {
+	// SUTPriority is lower (default) or same. lower: the services' replicas
+	// and the throwaway PostgreSQL run in a cgroup of their own per run
+	// (drill-<run>, cpu.shares 256 against drill's 1024 on cgroup v1,
+	// cpu.weight 25 against 100 on v2) where drill may create one, else at
+	// nice +5; same: at drill's own weight (a CPU limit of a service is
+	// applied either way).
+	SUTPriority SUTPriority `yaml:"sutPriority,omitempty" json:"sutPriority,omitempty"`
 }
 
 // KubernetesEnv is the allow-list a kubernetes run is held to: drill refuses
@@ -263,14 +293,42 @@ type Service struct {
 	Listen string `yaml:"listen,omitempty" json:"listen,omitempty"`
 	// Probes are the container's probes, inline. Overrides Manifest per probe.
 	Probes Probes `yaml:"probes,omitempty" json:"probes,omitempty"`
-	// Manifest reads probes from a Deployment manifest.
+	// Manifest reads probes and resources.limits.cpu from a Deployment
+	// manifest.
 	Manifest *ManifestRef `yaml:"manifest,omitempty" json:"manifest,omitempty"`
 	// TerminationGracePeriodSeconds is the SIGTERM->SIGKILL grace in s; default 30.
 	TerminationGracePeriodSeconds *int64 `yaml:"terminationGracePeriodSeconds,omitempty" json:"terminationGracePeriodSeconds,omitempty"`
+	// Resources are the container's resources, as a Deployment writes them;
+	// overrides Manifest's. Only limits.cpu is applied (local environment).
+	Resources *Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
 	// Selector finds the service's pods in kubernetes mode (e.g. app=order-gateway).
 	Selector string `yaml:"selector,omitempty" json:"selector,omitempty"`
 	// URL is the service's base URL in kubernetes mode.
 	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+}
+
+// CPULimit is the service's resources.limits.cpu (0 when none is given).
+func (s Service) CPULimit() CPUQuantity {
+	if s.Resources == nil || s.Resources.Limits == nil {
+		return 0
+	}
+	return s.Resources.Limits.CPU
+}
+
+// Resources are a container's resources; drill reads only limits.cpu.
+type Resources struct {
+	// Limits are the container's resource limits.
+	Limits *ResourceLimits `yaml:"limits,omitempty" json:"limits,omitempty"`
+}
+
+// ResourceLimits are a container's resource limits.
+type ResourceLimits struct {
+	// CPU caps each local replica of the service at this much CPU (500m is
+	// half a core) with a CFS quota over a 100 ms period, as the kubelet
+	// does (cpu.cfs_quota_us on cgroup v1, cpu.max on v2). Where drill may
+	// not create cgroups the limit is not applied and the run says so in
+	// its validity warnings.
+	CPU CPUQuantity `yaml:"cpu,omitempty" json:"cpu,omitempty"`
 }
 
 // PortHandoff says how a local replica learns its TCP port: drill picks a

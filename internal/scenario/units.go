@@ -224,3 +224,122 @@ func (p *Percentile) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the percentile as "p99".
 func (p Percentile) MarshalYAML() (any, error) { return p.String(), nil }
+
+// CPUQuantity is an amount of CPU in thousandths of a core (millicores),
+// written as Kubernetes writes a CPU quantity: "500m" (half a core), "1",
+// "1.5", "0.25". The zero value is unset.
+type CPUQuantity int64
+
+// maxCPUMillis bounds a CPU quantity: 100,000 cores, far beyond any
+// machine, so that a mistyped unit is refused rather than overflowing.
+const maxCPUMillis = 100_000 * 1000
+
+// ParseCPUQuantity parses a Kubernetes CPU quantity: a whole number of
+// millicores with the suffix m ("500m"), or a decimal number of cores
+// ("1", "1.5", "0.25") with at most three decimals, since 1m is the finest
+// CPU amount Kubernetes keeps. It must be above 0. Errors name the value
+// and say how to write it.
+func ParseCPUQuantity(s string) (CPUQuantity, error) {
+	t := strings.TrimSpace(s)
+	bad := func(why string) (CPUQuantity, error) {
+		return 0, fmt.Errorf("invalid CPU quantity %q: %s; write millicores such as 500m or cores such as 1 or 1.5", s, why)
+	}
+	if t == "" {
+		return bad("empty")
+	}
+	digits := func(x string) bool {
+		if x == "" || len(x) > 12 {
+			return false
+		}
+		for _, c := range x {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	var milli int64
+	if m, ok := strings.CutSuffix(t, "m"); ok {
+		if !digits(m) {
+			return bad("millicores must be a whole number")
+		}
+		milli, _ = strconv.ParseInt(m, 10, 64)
+	} else {
+		whole, frac, hasFrac := strings.Cut(t, ".")
+		if whole == "" && hasFrac {
+			whole = "0"
+		}
+		if !digits(whole) || (hasFrac && !digits(frac)) {
+			return bad("not a number of cores")
+		}
+		if len(frac) > 3 {
+			return bad("finer than 1m (0.001 of a core)")
+		}
+		w, _ := strconv.ParseInt(whole, 10, 64)
+		f := int64(0)
+		if frac != "" {
+			f, _ = strconv.ParseInt(frac+strings.Repeat("0", 3-len(frac)), 10, 64)
+		}
+		milli = w*1000 + f
+	}
+	if milli <= 0 {
+		return bad("must be above 0")
+	}
+	if milli > maxCPUMillis {
+		return bad("above drill's limit of 100000 cores")
+	}
+	return CPUQuantity(milli), nil
+}
+
+// Millis returns the quantity in millicores (1000 = one core).
+func (q CPUQuantity) Millis() int64 { return int64(q) }
+
+// Cores returns the quantity in cores.
+func (q CPUQuantity) Cores() float64 { return float64(q) / 1000 }
+
+// String renders the quantity as Kubernetes does: "1", "2" for whole
+// cores, "500m", "1500m" otherwise.
+func (q CPUQuantity) String() string {
+	if q%1000 == 0 {
+		return strconv.FormatInt(int64(q)/1000, 10)
+	}
+	return strconv.FormatInt(int64(q), 10) + "m"
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler; a YAML number (1, 0.5) or
+// string ("500m") is accepted.
+func (q *CPUQuantity) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a CPU quantity such as 500m or 1.5")
+	}
+	v, err := ParseCPUQuantity(n.Value)
+	if err != nil {
+		return err
+	}
+	*q = v
+	return nil
+}
+
+// MarshalYAML writes the quantity as "500m" or "1".
+func (q CPUQuantity) MarshalYAML() (any, error) { return q.String(), nil }
+
+// MarshalJSON writes the quantity as "500m" or "1".
+func (q CPUQuantity) MarshalJSON() ([]byte, error) { return json.Marshal(q.String()) }
+
+// UnmarshalJSON reads "500m", "1.5" or a number.
+func (q *CPUQuantity) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var f json.Number
+		if err2 := json.Unmarshal(b, &f); err2 != nil {
+			return err
+		}
+		s = f.String()
+	}
+	v, err := ParseCPUQuantity(s)
+	if err != nil {
+		return err
+	}
+	*q = v
+	return nil
+}

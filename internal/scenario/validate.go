@@ -45,6 +45,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Known values of enumerated fields, sorted; used in hints and the schema.
 var (
 	EnvironmentTypes = []string{string(EnvKubernetes), string(EnvLocal)}
+	SUTPriorities    = []string{string(SUTPriorityLower), string(SUTPrioritySame)}
 	PostgresModes    = []string{string(PostgresAuto), string(PostgresBinaries), string(PostgresContainer)}
 	FaultTypes       = []string{string(FaultBandwidth), string(FaultContainerPause), string(FaultDown), string(FaultLatency),
 		string(FaultLimitData), string(FaultProcessPause), string(FaultResetPeer), string(FaultSlicer), string(FaultSlowClose), string(FaultTimeout)}
@@ -253,7 +254,13 @@ func (v *validator) environment() {
 		if e.Kubernetes != nil {
 			v.errorf("environment.kubernetes", "applies only to environment type kubernetes")
 		}
+		if e.Local != nil && e.Local.SUTPriority != "" && !oneOf(string(e.Local.SUTPriority), SUTPriorities) {
+			v.errorf("environment.local.sutPriority", "%s", unknownValue("sutPriority", string(e.Local.SUTPriority), SUTPriorities))
+		}
 	case EnvKubernetes:
+		if e.Local != nil {
+			v.errorf("environment.local", "applies only to environment type local")
+		}
 		if e.Kubernetes == nil || len(e.Kubernetes.AllowedContexts) == 0 {
 			v.errorf("environment", "a kubernetes environment must list the contexts a run may use in environment.kubernetes.allowedContexts (drill refuses any other)")
 			break
