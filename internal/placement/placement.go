@@ -5,8 +5,14 @@
 //
 // Where drill may create a cgroup (cgroup v1's cpu controller, or v2 with
 // the cpu controller delegated to drill's cgroup), a run gets one of its
-// own, drill-<run> under drill's cgroup, with a lower weight than drill's
-// (cpu.shares 256 against 1024, cpu.weight 25 against 100). Inside it the
+// own, drill-<run> under drill's cgroup. On cgroup v1 its cpu.shares are
+// 1024 per CPU of the machine: the whole system under test weighs as much
+// as one busy thread per core, so twenty replicas and PostgreSQL's backends
+// cannot crowd out the generator by their number, and a busy neighbour on
+// the machine (each of its threads weighs 1024) cannot starve them either,
+// which would make a healthy service look slow while the generator stayed
+// on schedule (a wrong verdict instead of an INVALID one). On v2 it gets
+// cpu.weight 25 against drill's 100. Inside it the
 // dependencies share drill-<run>/deps and each replica gets
 // drill-<run>/<service>/<pod>, where a service's resources.limits.cpu
 // becomes a CFS quota over a 100 ms period, as the kubelet sets it for a
@@ -27,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,9 +64,9 @@ const (
 
 // Weights and limits drill applies.
 const (
-	// SUTShares is the cgroup v1 cpu.shares of a run's cgroup; a cgroup or
-	// a nice-0 thread has 1024.
-	SUTShares = 256
+	// SUTSharesPerCPU is the cgroup v1 cpu.shares of a run's cgroup per CPU
+	// of the machine ([SUTShares]); a cgroup or a nice-0 thread has 1024.
+	SUTSharesPerCPU = 1024
 	// SUTWeight is the cgroup v2 cpu.weight of a run's cgroup; the default
 	// is 100.
 	SUTWeight = 25
@@ -77,6 +84,10 @@ const (
 	// Prefix starts the name of every run's cgroup: drill-<run id>.
 	Prefix = "drill-"
 )
+
+// SUTShares is the cgroup v1 cpu.shares of a run's cgroup:
+// [SUTSharesPerCPU] times the CPUs this process may use.
+func SUTShares() int { return SUTSharesPerCPU * runtime.NumCPU() }
 
 // Config says what a run wants.
 type Config struct {
@@ -219,7 +230,7 @@ func (p *Placement) configureTop() error {
 		return write(filepath.Join(p.top, "cgroup.subtree_control"), "+cpu")
 	}
 	if p.cfg.Lower {
-		return write(filepath.Join(p.top, "cpu.shares"), strconv.Itoa(SUTShares))
+		return write(filepath.Join(p.top, "cpu.shares"), strconv.Itoa(SUTShares()))
 	}
 	return nil
 }

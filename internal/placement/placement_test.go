@@ -243,7 +243,7 @@ func TestCgroupPlacement(t *testing.T) {
 		t.Fatalf("journaled %q, cgroup %q", journaled, top)
 	}
 	v2 := p.Mode() == ModeCgroupV2
-	weightFile, want := "cpu.shares", strconv.Itoa(SUTShares)
+	weightFile, want := "cpu.shares", strconv.Itoa(SUTShares())
 	if v2 {
 		weightFile, want = "cpu.weight", strconv.Itoa(SUTWeight)
 	}

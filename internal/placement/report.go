@@ -55,7 +55,7 @@ func (p *Placement) Report() Report {
 	var parts []string
 	switch {
 	case p.created && p.cfg.Lower:
-		r.WeightFile, r.SUTWeight = "cpu.shares", SUTShares
+		r.WeightFile, r.SUTWeight = "cpu.shares", SUTShares()
 		if p.v2 {
 			r.WeightFile, r.SUTWeight = "cpu.weight", SUTWeight
 		}

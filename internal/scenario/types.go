@@ -130,10 +130,11 @@ const (
 type LocalEnv struct {
 	// SUTPriority is lower (default) or same. lower: the services' replicas
 	// and the throwaway PostgreSQL run in a cgroup of their own per run
-	// (drill-<run>, cpu.shares 256 against drill's 1024 on cgroup v1,
-	// cpu.weight 25 against 100 on v2) where drill may create one, else at
-	// nice +5; same: at drill's own weight (a CPU limit of a service is
-	// applied either way).
+	// (drill-<run>; on cgroup v1 cpu.shares 1024 per CPU, so all of them
+	// together weigh as much as one busy thread per core; cpu.weight 25
+	// against 100 on v2) where drill may create one, else at nice +5; same:
+	// at drill's own weight (a CPU limit of a service is applied either
+	// way).
 	SUTPriority SUTPriority `yaml:"sutPriority,omitempty" json:"sutPriority,omitempty"`
 }
 

@@ -140,7 +140,7 @@ var fieldDocs = map[string]string{
 	"KubernetesEnv.namespace":               "Namespace is the namespace a run uses unless -n/--namespace names another allowed one.",
 	"LagBudget.fraction":                    "Fraction is the share of late requests allowed, 0..1; default 0.01.",
 	"LagBudget.late":                        "Late is the lag beyond which a request counts as late; default 10ms.",
-	"LocalEnv.sutPriority":                  "SUTPriority is lower (default) or same. lower: the services' replicas and the throwaway PostgreSQL run in a cgroup of their own per run (drill-<run>, cpu.shares 256 against drill's 1024 on cgroup v1, cpu.weight 25 against 100 on v2) where drill may create one, else at nice +5; same: at drill's own weight (a CPU limit of a service is applied either way).",
+	"LocalEnv.sutPriority":                  "SUTPriority is lower (default) or same. lower: the services' replicas and the throwaway PostgreSQL run in a cgroup of their own per run (drill-<run>; on cgroup v1 cpu.shares 1024 per CPU, so all of them together weigh as much as one busy thread per core; cpu.weight 25 against 100 on v2) where drill may create one, else at nice +5; same: at drill's own weight (a CPU limit of a service is applied either way).",
 	"ManifestRef.container":                 "Container is the container name; default: the only container.",
 	"ManifestRef.path":                      "Path is relative to the scenario file.",
 	"Metadata.description":                  "Description is free text for people.",
