@@ -74,6 +74,10 @@ type Run struct {
 	Validity Validity `json:"validity"`
 	// Cleanup says whether every injected fault was verifiably removed.
 	Cleanup Cleanup `json:"cleanup"`
+	// Recovered is true when drill report rebuilt this record from the
+	// journal of a run that ended without writing run.json ([Recover]):
+	// the run was cut short and never verified its cleanup.
+	Recovered bool `json:"recovered,omitempty"`
 	// Aborted is why the run could not be carried out to its end (stop
 	// condition with action abort, signal, environment failure); empty
 	// when it ran to the end.
@@ -239,7 +243,18 @@ func (r *Run) ComputeFindings() {
 // reason, by DESIGN section 7 in order of precedence: cleanup unverified
 // (5), aborted (3), measurement invalid or an assertion that could not be
 // judged or whose window was cut short (4), an assertion failed (1), else 0.
+// A record rebuilt from a killed run's journal ([Run.Recovered]) is
+// aborted (3) before anything else, its cleanup advice in the reason.
 func (r *Run) Decide() (int, string) {
+	if r.Recovered {
+		// The run never got to its cleanup: it is aborted, and what it may
+		// have left is said with the reason.
+		why := "the run could not be carried out: " + r.Aborted
+		if r.Cleanup.Command != "" {
+			why += "; it never verified its cleanup: remove what it may have left with: " + r.Cleanup.Command
+		}
+		return ExitCouldNotRun, why
+	}
 	if !r.Cleanup.Verified {
 		why := "cleanup could not be verified"
 		if len(r.Cleanup.Leftovers) > 0 {
