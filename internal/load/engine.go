@@ -13,8 +13,11 @@
 //
 // Results are bucketed per stream by intended send time into 1 s buckets
 // aligned to t=0 of the clock (internal/measure); nothing keeps every
-// result, and buckets that can no longer change are packed, so memory
-// stays nearly flat with run length.
+// result. With [Options.Seconds] (drill run's journal) each second is
+// handed over once it can no longer change and the engine keeps only the
+// open seconds and the last few closed ones, so its memory does not grow
+// with run length; without it, closed seconds are packed (a few KB each)
+// and kept.
 package load
 
 import (

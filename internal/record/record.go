@@ -7,6 +7,13 @@
 // (t=0 when load started); wall-clock times are for display only.
 // [Save] redacts secrets (internal/redact's rules) before anything is
 // written.
+//
+// run.json embeds every stream's per-second series ("series"), as it
+// always has: a record is self-contained, and older ones read the same.
+// While a run goes, its seconds and events are appended to the journal
+// beside it ([JournalFile], written by [StartJournal] and
+// [JournalEvents]), which is what the run reads back to judge and what
+// [Recover] rebuilds a killed run's record from.
 package record
 
 import (
