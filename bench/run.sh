@@ -5,6 +5,7 @@
 #   bench/run.sh --long     memory over 10 min instead of 1 min
 #   bench/run.sh --quick    short smoke run of every benchmark (figures not meaningful)
 #   bench/run.sh --mem-scale=0.1   memory benchmark at a tenth of the seeds' rates
+#   (5) always: heap and RSS at 1, 10, 60 simulated minutes of the seeds' load (go test -bench LongRunMemory)
 #
 # Needs: go, network access to the Go module proxy (installs the vegeta CLI
 # v12.13.0 into a temporary GOBIN). Everything runs on loopback; the stub
@@ -95,3 +96,6 @@ echo "== (3) accuracy: 100 req/s for $ACC_DUR through in-process Toxiproxy, with
 
 echo "== (4) memory: (2800+1400+150) x $MEM_SCALE req/s for $MEM_DUR (RSS sampled every 10 s)"
 "$tmp/loadbench" memory -scale "$MEM_SCALE" -urls "$url1/orders,$url2/auth,$url3/tax" -duration "$MEM_DUR"
+
+echo "== (5) long runs: the seeds' 4,350 req/s fed into the recorders on a fast-forwarded clock for 60 simulated minutes, with the journal and with every second kept in memory"
+go test ./internal/load -run '^$' -bench 'LongRunMemory' -benchtime=1x | grep -E '^long run|^Benchmark'

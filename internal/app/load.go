@@ -222,7 +222,16 @@ func runLoad(ctx context.Context, g *Globals, streams []scenario.Stream, dir str
 		ctx = context.Background()
 	}
 	clock := event.NewClock()
-	eng, err := load.New(clock, streams, load.Options{Dir: dir}, g.Logger)
+	opts := load.Options{Dir: dir}
+	// Without --save only each stream's total is printed: the engine hands
+	// its closed seconds to a running total per stream, so memory stays
+	// flat however long the load runs. --save writes every second, which
+	// the engine then keeps (packed, a few KB each).
+	totals := totalsSink{}
+	if f.save == "" {
+		opts.Seconds = totals
+	}
+	eng, err := load.New(clock, streams, opts, g.Logger)
 	if err != nil {
 		return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("drill load: %w", err))
 	}
@@ -256,6 +265,9 @@ func runLoad(ctx context.Context, g *Globals, streams []scenario.Stream, dir str
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill load: %w", runErr))
 	}
 	series := eng.Series()
+	if f.save == "" {
+		series = totals.series()
+	}
 	printSummary(g.Stdout, streams, series)
 	if f.save != "" {
 		if err := saveSeries(f.save, series); err != nil {
@@ -330,4 +342,28 @@ func saveSeries(path string, series map[string]*measure.Series) error {
 		return fmt.Errorf("write series: %w", err)
 	}
 	return nil
+}
+
+// totalsSink merges every closed second of each stream into one bucket
+// (load.SecondSink). Called from one goroutine at a time.
+type totalsSink map[string]*measure.Bucket
+
+// WriteSecond merges b into stream's total; it never fails.
+func (t totalsSink) WriteSecond(stream string, b *measure.Bucket) error {
+	if t[stream] == nil {
+		t[stream] = measure.NewBucket(b.Start, 0)
+	}
+	tot := t[stream]
+	tot.Merge(b)
+	tot.Width = b.Start + b.Width - tot.Start
+	return nil
+}
+
+// series returns each stream's total as a one-bucket series.
+func (t totalsSink) series() map[string]*measure.Series {
+	out := make(map[string]*measure.Series, len(t))
+	for name, b := range t {
+		out[name] = &measure.Series{Stream: name, Buckets: []*measure.Bucket{b}}
+	}
+	return out
 }

@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -27,13 +29,19 @@ type reportFlags struct {
 func newReportCommand(g *Globals) *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
-		Use:   "report run.json",
+		Use:   "report RUN.json|DIR",
 		Short: "Re-judge a saved run and re-render its reports",
 		Long: `report reads a run.json written by drill run, judges the scenario's
 assertions again over the recorded plan, events and measurements, writes
 run.json, junit.xml and report.html, prints the summary and exits with the
 verdict's code (0 pass, 1 an assertion failed, 4 invalid measurement, 5
 cleanup unverified).
+
+Given a run's report directory, it reads its run.json. A run killed before
+it wrote run.json (SIGKILL, a lost machine) left its journal there
+(seconds.jsonl: the scenario and plan, the events and every second it
+measured): report then judges the run on the seconds that exist, windows
+that never finished get the verdict aborted, and it exits 3 (ABORTED).
 
 --out defaults to the directory of run.json; with --set it defaults to a new
 directory rejudged-<UTC time> beside run.json, so the recorded run keeps its
@@ -45,6 +53,9 @@ written as in a scenario file; repeat it as needed:
 		Args: exactArgs(1, "the run.json to re-judge"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := filepath.Dir(args[0])
+			if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+				out = args[0]
+			}
 			if len(f.set) > 0 {
 				out = filepath.Join(out, "rejudged-"+time.Now().UTC().Format("20060102T150405Z"))
 			}
@@ -56,6 +67,30 @@ written as in a scenario file; repeat it as needed:
 	}
 	cmd.Flags().StringArrayVar(&f.set, "set", nil, "override an assertion field before judging: <assertion>.<field>=<value> (repeatable)")
 	return cmd
+}
+
+// loadRun reads the record a report is made from. path is a run.json, or
+// a run's report directory (its run.json). When that run.json does not
+// exist but the run's journal (record.JournalFile) does, the run was
+// killed before it wrote run.json: the record is rebuilt from the journal
+// (record.Recover; aborted, exit 3). Errors: neither can be read.
+func loadRun(path string) (*record.Run, error) {
+	dir, file := path, filepath.Join(path, "run.json")
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		dir, file = filepath.Dir(path), path
+	}
+	run, err := record.Load(file)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return run, err
+	}
+	rec, rerr := record.Recover(dir)
+	if rerr != nil {
+		if errors.Is(rerr, record.ErrNoJournal) {
+			return nil, fmt.Errorf("%w (and no run journal %s beside it)", err, record.JournalFile)
+		}
+		return nil, rerr
+	}
+	return rec, nil
 }
 
 // validationErrors returns s's semantic problems, one message each, without
@@ -77,7 +112,7 @@ func validationErrors(s *scenario.Scenario) []string {
 // code: 2 for an unreadable record or a bad --set, 3 when the reports
 // cannot be written, else the verdict's code (nil for 0).
 func runReport(g *Globals, path, out string, sets []string) error {
-	run, err := record.Load(path)
+	run, err := loadRun(path)
 	if err != nil {
 		return exitcode.Wrap(exitcode.BadInput, err)
 	}

@@ -192,3 +192,16 @@ type SinkFunc func(Event)
 func (f SinkFunc) Emit(e Event) { f(e) }
 
 var _ Sink = (*Log)(nil)
+
+// Follow returns a copy of the events logged so far, in emission order,
+// and from then on sends every new event to ch as [Log.Subscribe] does
+// (non-blocking: size ch generously). The two happen at once, so no event
+// is missed between them or seen twice.
+func (l *Log) Follow(ch chan<- Event) []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Event, len(l.events))
+	copy(out, l.events)
+	l.subs = append(l.subs, ch)
+	return out
+}

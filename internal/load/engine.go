@@ -13,8 +13,11 @@
 //
 // Results are bucketed per stream by intended send time into 1 s buckets
 // aligned to t=0 of the clock (internal/measure); nothing keeps every
-// result, and buckets that can no longer change are packed, so memory
-// stays nearly flat with run length.
+// result. With [Options.Seconds] (drill run's journal) each second is
+// handed over once it can no longer change and the engine keeps only the
+// open seconds and the last few closed ones, so its memory does not grow
+// with run length; without it, closed seconds are packed (a few KB each)
+// and kept.
 package load
 
 import (
@@ -82,6 +85,19 @@ type Options struct {
 	AbortLag time.Duration
 	// MaxDials caps the connections a stream opens at once; default 32.
 	MaxDials int
+	// Seconds, when set, receives every stream's seconds as they close (a
+	// second closes once no result can still arrive for it: the stream's
+	// timeout plus 2 s after it ends), each exactly once and contiguous
+	// from the stream's first second to its last, with Intended set; then,
+	// rarely, increments of a second that got results after it closed
+	// (Intended 0), which readers merge. The engine then keeps only the
+	// open seconds and the last few closed ones (for Live), so its memory
+	// does not grow with run length, and [Engine.Series] returns only what
+	// it still holds: read the seconds back from where Seconds put them.
+	// A write error is logged, the run goes on (seconds are dropped all
+	// the same), and [Engine.SecondsErr] returns the first one. nil: every
+	// second stays in memory, packed.
+	Seconds SecondSink
 	// Routers routes the requests whose URL host (host:port) is a key
 	// in-process instead of dialling that address: the local runtime's
 	// Services, whose listener hop the engine then skips. nil: none.
@@ -98,6 +114,13 @@ type Router interface {
 	RoundTripVia(base http.RoundTripper, req *http.Request) (*http.Response, error)
 }
 
+// SecondSink receives closed seconds (see [Options.Seconds]). b is only
+// lent for the call: the engine reuses it afterwards. WriteSecond is called
+// from one goroutine at a time.
+type SecondSink interface {
+	WriteSecond(stream string, b *measure.Bucket) error
+}
+
 // Engine runs a set of streams once. Create it with [New]; call Run once.
 // Series, Live and Validity are safe to call at any time, also during Run.
 type Engine struct {
@@ -106,6 +129,9 @@ type Engine struct {
 	log     *slog.Logger
 	streams []*stream
 	ran     atomic.Bool
+
+	secondsMu  sync.Mutex
+	secondsErr error
 }
 
 // stream states.
@@ -353,9 +379,16 @@ func (e *Engine) Run(ctx context.Context) error {
 			for _, s := range e.streams {
 				s.base.CloseIdleConnections()
 			}
+			if e.opts.Seconds != nil {
+				e.closeSeconds(0, true)
+			}
 			return nil
 		case <-tick.C:
 			now := e.clock.Now()
+			if e.opts.Seconds != nil {
+				e.closeSeconds(now, false)
+				continue
+			}
 			for _, s := range e.streams {
 				// Every request ends within its timeout (retries included);
 				// stragglers reopen a packed second.
@@ -363,6 +396,69 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// closeSeconds hands every stream's closed seconds to Options.Seconds:
+// those that ended before now minus the stream's timeout and 2 s (every
+// request ends within its timeout, retries included), or, when final or
+// the stream is done, all of them.
+func (e *Engine) closeSeconds(now time.Duration, final bool) {
+	w := e.opts.BucketWidth
+	for _, s := range e.streams {
+		st := s.state.Load()
+		if st == statePending || st == stateSkipped {
+			continue
+		}
+		anchor := time.Duration(s.anchor.Load())
+		end := anchor + time.Duration(s.endRel.Load())
+		first, last := floorDiv(anchor, w), floorDiv(end-1, w)+1
+		upto := last
+		if !final && st != stateDone {
+			upto = min(last, floorDiv(now-s.timeout-2*time.Second, w))
+		}
+		cs := s.rec.closeSeconds(first, upto)
+		for _, c := range cs {
+			b := c.b
+			switch {
+			case s.sched == nil:
+				b.Intended = b.Requests
+			case c.increment:
+				b.Intended = 0
+			default:
+				b.Intended = s.intendedIn(b.Start, b.Start+b.Width, anchor, end)
+			}
+			if err := e.opts.Seconds.WriteSecond(s.name, b); err != nil {
+				e.secondsMu.Lock()
+				if e.secondsErr == nil {
+					e.secondsErr = fmt.Errorf("stream %q: %w", s.name, err)
+					e.log.Error("could not write a closed second; the run's measurements will be incomplete", "stream", s.name, "err", err)
+				}
+				e.secondsMu.Unlock()
+			}
+		}
+		s.rec.recycle(cs)
+	}
+}
+
+// SecondsErr returns the first error Options.Seconds returned (nil: none):
+// the seconds it failed to take are lost, so the run's measurements are
+// incomplete.
+func (e *Engine) SecondsErr() error {
+	e.secondsMu.Lock()
+	defer e.secondsMu.Unlock()
+	return e.secondsErr
+}
+
+// HeldSeconds counts the per-second buckets the engine holds in memory
+// now, over all streams (dense or packed): with Options.Seconds it stays
+// bounded by the open seconds plus a few recent ones whatever the run's
+// length.
+func (e *Engine) HeldSeconds() int {
+	n := 0
+	for _, s := range e.streams {
+		n += s.rec.held()
+	}
+	return n
 }
 
 func (e *Engine) runStream(ctx context.Context, s *stream) {
@@ -539,7 +635,8 @@ func (s *stream) record(r *vegeta.Result) {
 }
 
 // Series returns each stream's per-second buckets (by intended send time,
-// aligned to t=0), contiguous from the stream's first second to its last.
+// aligned to t=0), contiguous from the stream's first second to its last
+// (with Options.Seconds: from the oldest second it still holds).
 // Each call returns fresh copies (dense histograms, ~450 KB per bucket):
 // safe during Run (a snapshot; Intended then counts hits due so far) and
 // after it.
@@ -560,6 +657,10 @@ func (e *Engine) Series() map[string]*measure.Series {
 		}
 		first := floorDiv(anchor, w)
 		last := floorDiv(end-1, w) + 1
+		if e.opts.Seconds != nil {
+			lo, _ := s.rec.span()
+			first = max(first, lo)
+		}
 		ser.Buckets = s.rec.snapshot(first, last)
 		for _, b := range ser.Buckets {
 			b.Intended = s.intendedIn(b.Start, b.Start+b.Width, anchor, end)
@@ -694,8 +795,7 @@ func (e *Engine) Validity() error {
 		if frac > s.fraction {
 			lagP99 := time.Duration(0)
 			all := s.rec
-			lo, hi := all.span()
-			all.window(time.Duration(lo)*e.opts.BucketWidth, time.Duration(hi)*e.opts.BucketWidth, func(b *measure.Bucket) {
+			all.all(func(b *measure.Bucket) {
 				lagP99 = measure.Quantile(b.Lag, 99)
 			})
 			detail := ""

@@ -595,3 +595,53 @@ func TestBasicAuth(t *testing.T) {
 		t.Errorf("requests seen (path, basic auth, credentials): %v", got)
 	}
 }
+
+// TestSecondsJournal: with Options.Seconds, every second of a real run
+// against a loopback server reaches the journal once, contiguous, with
+// Intended and Requests adding up to the schedule's hits, and the engine
+// still reports the run valid.
+func TestSecondsJournal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), measure.SecondsFile)
+	j, err := measure.CreateJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := event.NewClock()
+	e := runStreams(t, clock, Options{Seconds: j}, scenario.Stream{
+		Name: "orders", Targets: []scenario.Target{{URL: srv.URL}},
+		Rate: rate(100, time.Second), Duration: dur(3 * time.Second), LagBudget: relaxed,
+	})
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SecondsErr(); err != nil {
+		t.Fatal(err)
+	}
+	series, err := measure.LoadSeries(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last second held is the one holding the stream's end (a little
+	// after t=3 s), as Series has it.
+	held := e.Series()["orders"]
+	s := series["orders"]
+	if s == nil || len(s.Buckets) < 3 || len(s.Buckets) != len(held.Buckets) {
+		t.Fatalf("journal series: %+v, want the %d seconds the engine holds", s, len(held.Buckets))
+	}
+	var intended, requests int64
+	for i, b := range s.Buckets {
+		if b.Start != time.Duration(i)*time.Second {
+			t.Fatalf("second %d starts at %s", i, b.Start)
+		}
+		intended += b.Intended
+		requests += b.Requests
+	}
+	if intended != 300 || requests != 300 {
+		t.Fatalf("journal: intended %d, requests %d; want 300", intended, requests)
+	}
+	if err := e.Validity(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -9,9 +9,12 @@ import (
 
 // recorder keeps one stream's per-second buckets, keyed by the intended
 // send time on the run's clock. Buckets that can still receive results are
-// dense (measure.Bucket); older ones are packed (measure.Packed, a few KB
-// each), so memory stays nearly flat over a long run. Safe for concurrent
-// use.
+// dense (measure.Bucket). Without a journal (the engine's Options.Seconds),
+// older ones are packed (measure.Packed, a few KB each) and kept for the
+// whole run. With one, closed seconds are taken out ([recorder.closeSeconds])
+// and only the last [recentSeconds] of them stay, packed, for the live
+// figures, plus one running aggregate of everything dropped: memory does
+// not grow with run length. Safe for concurrent use.
 type recorder struct {
 	mu    sync.Mutex
 	width time.Duration
@@ -20,12 +23,30 @@ type recorder struct {
 	pool  []*measure.Bucket
 	// scratch is reused by live().
 	scratch *measure.Bucket
+
+	// emitting is set by the first closeSeconds; next is the index of the
+	// first second not yet taken out.
+	emitting bool
+	next     int64
+	// dropped aggregates every second no longer held (nil: none), for the
+	// whole-run lag figure; droppedWorstAt and droppedWorstLate keep the
+	// dropped second with the most late requests.
+	dropped          *measure.Bucket
+	droppedWorstAt   time.Duration
+	droppedWorstLate int64
 }
 
 type slot struct {
 	dense  *measure.Bucket
 	packed *measure.Packed
+	// emitted: the second was taken out by closeSeconds; a dense bucket
+	// beside it holds only results that arrived afterwards.
+	emitted bool
 }
+
+// recentSeconds is how many taken-out seconds a journaling recorder keeps
+// (packed) for the live figures ([Engine.Live] covers the last 5 s).
+const recentSeconds = 10
 
 const maxPool = 16
 
@@ -58,7 +79,11 @@ func (r *recorder) bucket(off time.Duration) *measure.Bucket {
 	if s.dense == nil {
 		start := time.Duration(k) * r.width
 		s.dense = r.newBucket(start)
-		if s.packed != nil { // a straggler for a packed second: reopen it
+		if r.emitting && k < r.next {
+			// A straggler for a second already taken out: its dense bucket
+			// holds the increment, taken out on the next close.
+			s.emitted = true
+		} else if s.packed != nil { // a straggler for a packed second: reopen it
 			s.packed.MergeInto(s.dense)
 			s.packed = nil
 		}
@@ -167,10 +192,11 @@ func (r *recorder) snapshot(from, to int64) []*measure.Bucket {
 		if i >= 0 && i < int64(len(r.slots)) {
 			s := r.slots[i]
 			switch {
-			case s.dense != nil:
-				b = s.dense.Clone()
 			case s.packed != nil:
 				b = s.packed.Unpack()
+				b.Merge(s.dense)
+			case s.dense != nil:
+				b = s.dense.Clone()
 			}
 		}
 		if b == nil {
@@ -197,14 +223,129 @@ func (r *recorder) window(from, to time.Duration, fn func(*measure.Bucket)) {
 		if start < from || start >= to {
 			continue
 		}
-		switch {
-		case s.dense != nil:
+		if s.dense != nil {
 			r.scratch.Merge(s.dense)
-		case s.packed != nil:
+		}
+		if s.packed != nil {
 			s.packed.MergeInto(r.scratch)
 		}
 	}
 	fn(r.scratch)
+}
+
+// all merges every second the recorder saw, held or dropped, into a
+// scratch bucket and calls fn with it while holding the lock.
+func (r *recorder) all(fn func(*measure.Bucket)) {
+	lo, hi := time.Duration(r.k0)*r.width, time.Duration(r.k0+int64(len(r.slots)))*r.width
+	r.window(lo, hi, func(b *measure.Bucket) {
+		b.Merge(r.dropped)
+		fn(b)
+	})
+}
+
+// closed is a second taken out by closeSeconds; increment is true for
+// results that arrived after their second had been taken out.
+type closed struct {
+	b         *measure.Bucket
+	increment bool
+}
+
+// closeSeconds takes out the seconds with index in [max(first, next),
+// upto), contiguous (an empty bucket for a second without results), then
+// the increments of earlier seconds that got late results, and drops held
+// seconds older than recentSeconds before upto. The buckets are the
+// caller's until it hands them back with recycle.
+func (r *recorder) closeSeconds(first, upto int64) []closed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.emitting {
+		r.emitting, r.next = true, first
+	}
+	r.next = max(r.next, first)
+	var out []closed
+	for i := range r.slots {
+		k := r.k0 + int64(i)
+		if s := &r.slots[i]; k < r.next && s.emitted && s.dense != nil {
+			out = append(out, closed{b: s.dense, increment: true})
+			if s.packed == nil {
+				s.packed = measure.Pack(s.dense)
+			} else {
+				b := s.packed.Unpack()
+				b.Merge(s.dense)
+				s.packed = measure.Pack(b)
+			}
+			s.dense = nil
+		}
+	}
+	for k := r.next; k < upto; k++ {
+		var b *measure.Bucket
+		if i := k - r.k0; i >= 0 && i < int64(len(r.slots)) {
+			s := &r.slots[i]
+			if s.packed != nil && s.dense == nil { // packed before journaling began
+				s.dense = s.packed.Unpack()
+				s.packed = nil
+			}
+			if s.dense != nil {
+				b = s.dense
+				s.packed, s.dense = measure.Pack(b), nil
+			}
+			s.emitted = true
+		}
+		if b == nil {
+			b = r.newBucket(time.Duration(k) * r.width)
+		}
+		out = append(out, closed{b: b})
+	}
+	r.next = max(r.next, upto)
+	// Drop what the live figures no longer need.
+	keepFrom := r.next - recentSeconds
+	n := 0
+	for n < len(r.slots) && r.k0+int64(n) < keepFrom {
+		s := &r.slots[n]
+		if s.dense != nil { // still open: keep it and everything after
+			break
+		}
+		if s.packed != nil {
+			if r.dropped == nil {
+				r.dropped = measure.NewBucket(0, 0)
+			}
+			s.packed.MergeInto(r.dropped)
+			if l := s.packed.Late(); l > r.droppedWorstLate {
+				r.droppedWorstAt, r.droppedWorstLate = time.Duration(r.k0+int64(n))*r.width, l
+			}
+		}
+		n++
+	}
+	if n > 0 {
+		r.slots = append(r.slots[:0:0], r.slots[n:]...)
+		r.k0 += int64(n)
+	}
+	return out
+}
+
+// recycle hands buckets returned by closeSeconds back for reuse.
+func (r *recorder) recycle(cs []closed) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range cs {
+		if len(r.pool) >= maxPool {
+			return
+		}
+		r.pool = append(r.pool, c.b)
+	}
+}
+
+// held counts the seconds the recorder holds in memory, dense or packed.
+func (r *recorder) held() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.slots {
+		if s.dense != nil || s.packed != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // worstLate returns the start (clock offset) of the bucket with the most
@@ -212,14 +353,15 @@ func (r *recorder) window(from, to time.Duration, fn func(*measure.Bucket)) {
 func (r *recorder) worstLate() (start time.Duration, late int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	start, late = r.droppedWorstAt, r.droppedWorstLate
 	for i := range r.slots {
 		s := &r.slots[i]
 		n := int64(0)
-		switch {
-		case s.dense != nil:
-			n = s.dense.Late
-		case s.packed != nil:
-			n = s.packed.Late()
+		if s.dense != nil {
+			n += s.dense.Late
+		}
+		if s.packed != nil {
+			n += s.packed.Late()
 		}
 		if n > late {
 			start, late = time.Duration(r.k0+int64(i))*r.width, n

@@ -4,6 +4,11 @@
 // dispatch lag, and shed responses. Memory is bounded by run length in
 // seconds, never by request count. Windows (baseline, fault:<name>, ...)
 // are cut from these buckets by merging.
+//
+// A run's closed seconds go to a journal file as they close ([Journal],
+// [SecondsFile]: JSON lines, flushed per line) instead of staying in
+// memory; [ReadJournal] streams them back one line at a time and
+// [LoadSeries] gathers them into a [Series] per stream for judging.
 package measure
 
 import (

@@ -7,6 +7,13 @@
 // (t=0 when load started); wall-clock times are for display only.
 // [Save] redacts secrets (internal/redact's rules) before anything is
 // written.
+//
+// run.json embeds every stream's per-second series ("series"), as it
+// always has: a record is self-contained, and older ones read the same.
+// While a run goes, its seconds and events are appended to the journal
+// beside it ([JournalFile], written by [StartJournal] and
+// [JournalEvents]), which is what the run reads back to judge and what
+// [Recover] rebuilds a killed run's record from.
 package record
 
 import (
@@ -74,6 +81,10 @@ type Run struct {
 	Validity Validity `json:"validity"`
 	// Cleanup says whether every injected fault was verifiably removed.
 	Cleanup Cleanup `json:"cleanup"`
+	// Recovered is true when drill report rebuilt this record from the
+	// journal of a run that ended without writing run.json ([Recover]):
+	// the run was cut short and never verified its cleanup.
+	Recovered bool `json:"recovered,omitempty"`
 	// Aborted is why the run could not be carried out to its end (stop
 	// condition with action abort, signal, environment failure); empty
 	// when it ran to the end.
@@ -285,7 +296,18 @@ func (r *Run) ComputeFindings() {
 // reason, by DESIGN section 7 in order of precedence: cleanup unverified
 // (5), aborted (3), measurement invalid or an assertion that could not be
 // judged or whose window was cut short (4), an assertion failed (1), else 0.
+// A record rebuilt from a killed run's journal ([Run.Recovered]) is
+// aborted (3) before anything else, its cleanup advice in the reason.
 func (r *Run) Decide() (int, string) {
+	if r.Recovered {
+		// The run never got to its cleanup: it is aborted, and what it may
+		// have left is said with the reason.
+		why := "the run could not be carried out: " + r.Aborted
+		if r.Cleanup.Command != "" {
+			why += "; it never verified its cleanup: remove what it may have left with: " + r.Cleanup.Command
+		}
+		return ExitCouldNotRun, why
+	}
 	if !r.Cleanup.Verified {
 		why := "cleanup could not be verified"
 		if len(r.Cleanup.Leftovers) > 0 {

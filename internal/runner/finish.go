@@ -11,6 +11,7 @@ import (
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/progress"
@@ -46,11 +47,28 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		StartedAt:     r.clock.Start(),
 		EndedAt:       time.Now(),
 		Events:        r.evlog.Events(),
-		Series:        tl.engine.Series(),
 		Environment:   r.environmentInfo(),
 		Secrets:       r.secrets,
 		CPU:           r.cpu,
 	}
+	// The engine handed every second to the journal; read them back.
+	series, jerr := tl.journal.finish()
+	if err := tl.engine.SecondsErr(); err != nil {
+		jerr = errors.Join(jerr, err)
+	}
+	if jerr != nil {
+		r.log.Error("the run journal is incomplete", "err", jerr)
+		rec.Validity.Problems = append(rec.Validity.Problems, "the measured seconds could not all be kept in the run journal ("+jerr.Error()+"): the measurements are incomplete")
+	}
+	if series == nil {
+		series = tl.engine.Series()
+	}
+	for _, st := range tl.streams {
+		if series[st.Name] == nil {
+			series[st.Name] = &measure.Series{Stream: st.Name}
+		}
+	}
+	rec.Series = series
 	rec.Results = assert.Judge(r.plan, r.sc.Assertions, rec.Events, rec.Series)
 	rec.ComputeFindings()
 	rec.Validity.LoadBehind = record.CheckLag(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
@@ -115,6 +133,21 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		fmt.Fprintf(r.opts.Stdout, "reports: %s\n", out.OutDir)
 	}
 	return out, err
+}
+
+// journalHead is the header of the run's journal: what a report of a
+// killed run needs besides its events and seconds.
+func (r *run) journalHead() *record.Run {
+	return &record.Run{
+		SchemaVersion: record.SchemaVersion,
+		RunID:         r.id,
+		Scenario:      r.sc,
+		ScenarioFile:  r.sc.File,
+		Plan:          r.plan,
+		StartedAt:     r.clock.Start(),
+		Environment:   r.environmentInfo(),
+		Secrets:       r.secrets,
+	}
 }
 
 func (r *run) environmentInfo() record.Environment {

@@ -40,6 +40,8 @@ type timeline struct {
 	order  []string
 	// streams are the scenario's streams with ${...} expanded.
 	streams []scenario.Stream
+	// journal receives the engine's closed seconds and the run's events.
+	journal runJournal
 	// aborted is set when a stop condition aborts or a signal ended the run.
 	abortMu sync.Mutex
 	aborted error
@@ -127,6 +129,13 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 	// t=0: load starts now. Bring-up events get negative offsets.
 	moved := r.clock.Rezero()
 	r.evlog.Shift(-moved)
+	// The journal's header first: a run killed from here on leaves its
+	// scenario, plan, events and measured seconds for drill report.
+	if err := tl.journal.start(r.outDir(), r.journalHead(), r.evlog); err != nil {
+		stopObservers()
+		stopObs()
+		return r.finishEarly(exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start the run journal: %w", err)))
+	}
 	r.evlog.Emit(event.Event{At: 0, Kind: event.PhaseStart, Source: "run", Detail: "load-start"})
 
 	sampler := r.startCPU(ctx)
@@ -211,7 +220,7 @@ func (r *run) newTimeline() (*timeline, error) {
 	for _, svc := range r.env.services {
 		routers[svc.Addr()] = svc
 	}
-	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: labelRouters(routers)}, r.log.With("component", "load"))
+	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: labelRouters(routers), Seconds: &tl.journal}, r.log.With("component", "load"))
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("prepare load: %w", err))
 	}
