@@ -71,6 +71,7 @@ func commands() []func(*Globals) *cobra.Command {
 		newAgentCommand,
 		newCleanupCommand,
 		newReportCommand,
+		newCompareCommand,
 		newVersionCommand,
 	}
 }
