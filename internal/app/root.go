@@ -72,6 +72,7 @@ func commands() []func(*Globals) *cobra.Command {
 		newCleanupCommand,
 		newReportCommand,
 		newCompareCommand,
+		newExportCommand,
 		newVersionCommand,
 	}
 }

@@ -435,63 +435,87 @@ func judgeStream(row *Row, rules Rules) {
 // findingKey names a compared finding figure.
 type findingKey struct{ subject, fig string }
 
-// findingFigures extracts the compared figures of a run's findings:
-// detection (first and last replica, s), unroutable time (s, summed per
-// service and fault, and the part after the fault), recovery (s) and
-// restarts (count), in the findings' order.
-func findingFigures(run *record.Run) ([]findingKey, map[findingKey]findings.Figure) {
-	var order []findingKey
-	vals := map[findingKey]findings.Figure{}
-	put := func(k findingKey, f findings.Figure, sum bool) {
-		old, ok := vals[k]
-		if !ok {
-			order = append(order, k)
-			vals[k] = f
+// FindingFigure is one figure of a run's findings as compare and the
+// exported metrics use it.
+type FindingFigure struct {
+	// Kind is the finding's kind (detection, unroutable, recovery,
+	// restarts); Subject what it is about ("order-gateway in pg-pause",
+	// "orders after pg-pause", "order-gateway"); Figure the figure's name.
+	Kind, Subject, Figure string
+	// Unit is "s" or "count"; Value in it (-1 for a time that never
+	// came); Text as printed.
+	Unit  string
+	Value float64
+	Text  string
+}
+
+// FindingFigures returns the compared figures of run's findings, in the
+// findings' order: detection (first and last replica, s), unroutable time
+// (s, summed per service and fault, and the part after the fault),
+// recovery (s) and restarts (count).
+func FindingFigures(run *record.Run) []FindingFigure {
+	var out []FindingFigure
+	idx := map[findingKey]int{}
+	put := func(kind, subj string, f findings.Figure, name string, sum bool) {
+		k := findingKey{kind + " " + subj, name}
+		if i, ok := idx[k]; ok {
+			if sum && out[i].Value >= 0 && f.Value >= 0 {
+				out[i].Value += f.Value
+				out[i].Text = seconds(out[i].Value)
+			}
 			return
 		}
-		if sum && old.Value >= 0 && f.Value >= 0 {
-			old.Value += f.Value
-			old.Text = seconds(old.Value)
-			vals[k] = old
-		}
+		idx[k] = len(out)
+		out = append(out, FindingFigure{Kind: kind, Subject: subj, Figure: name, Unit: f.Unit, Value: f.Value, Text: f.Text})
 	}
 	for _, fd := range run.Findings {
 		switch fd.Kind {
 		case findings.KindDetection:
-			subj := "detection " + fd.Service + " in " + fd.Fault
+			subj := fd.Service + " in " + fd.Fault
 			for _, f := range fd.Figures {
 				switch f.Name {
 				case "detection": // never
-					put(findingKey{subj, "detection-first"}, f, false)
-					put(findingKey{subj, "detection-last"}, f, false)
+					put("detection", subj, f, "detection-first", false)
+					put("detection", subj, f, "detection-last", false)
 				case "detection-first", "detection-last":
-					put(findingKey{subj, f.Name}, f, false)
+					put("detection", subj, f, f.Name, false)
 				}
 			}
 		case findings.KindUnroutable:
-			subj := "unroutable " + fd.Service
+			subj := fd.Service
 			if fd.Fault != "" {
 				subj += " in " + fd.Fault
 			}
 			for _, f := range fd.Figures {
 				if f.Name == "length" || f.Name == "after-fault" {
-					put(findingKey{subj, f.Name}, f, true)
+					put("unroutable", subj, f, f.Name, true)
 				}
 			}
 		case findings.KindRecovery:
-			subj := "recovery " + fd.Stream + " after " + fd.Fault
 			for _, f := range fd.Figures {
 				if f.Name == "recovery" {
-					put(findingKey{subj, f.Name}, f, false)
+					put("recovery", fd.Stream+" after "+fd.Fault, f, f.Name, false)
 				}
 			}
 		case findings.KindRestarts:
 			for _, f := range fd.Figures {
 				if f.Name == "restarts" {
-					put(findingKey{"restarts " + fd.Service, f.Name}, f, false)
+					put("restarts", fd.Service, f, f.Name, false)
 				}
 			}
 		}
+	}
+	return out
+}
+
+// findingFigures indexes [FindingFigures] for comparing.
+func findingFigures(run *record.Run) ([]findingKey, map[findingKey]findings.Figure) {
+	var order []findingKey
+	vals := map[findingKey]findings.Figure{}
+	for _, f := range FindingFigures(run) {
+		k := findingKey{f.Kind + " " + f.Subject, f.Figure}
+		order = append(order, k)
+		vals[k] = findings.Figure{Name: f.Figure, Value: f.Value, Unit: f.Unit, Text: f.Text}
 	}
 	return order, vals
 }
