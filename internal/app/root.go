@@ -73,6 +73,7 @@ func commands() []func(*Globals) *cobra.Command {
 		newReportCommand,
 		newCompareCommand,
 		newExportCommand,
+		newHistoryCommand,
 		newVersionCommand,
 	}
 }

@@ -650,3 +650,17 @@ func signed(v float64, prec int) string {
 func pct(f float64) string     { return fmt.Sprintf("%g%%", math.Round(f*1000)/10) }
 func points(f float64) string  { return fmt.Sprintf("%g pts", math.Round(f*10000)/100) }
 func seconds(v float64) string { return fmt.Sprintf("%.1f s", v) }
+
+// SetDelta fills row's Delta and DeltaText from its two sides (both must
+// be set), as a comparison does.
+func SetDelta(row *Row) { setDelta(row) }
+
+// JudgeStream applies the p99 and error-rate rules to a stream row whose
+// sides are both set (Figure "p99" or "error-rate"; others stay
+// [NotJudged]).
+func JudgeStream(row *Row, rules Rules) { judgeStream(row, rules) }
+
+// JudgeFinding applies the finding-time rule (Unit "s") or the
+// new-restart rule (Unit "count") to a finding row whose sides are both
+// set.
+func JudgeFinding(row *Row, rules Rules) { judgeFinding(row, rules) }
