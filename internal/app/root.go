@@ -71,6 +71,9 @@ func commands() []func(*Globals) *cobra.Command {
 		newAgentCommand,
 		newCleanupCommand,
 		newReportCommand,
+		newCompareCommand,
+		newExportCommand,
+		newHistoryCommand,
 		newVersionCommand,
 	}
 }

@@ -2,18 +2,22 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/progress"
 	"github.com/drillhq/drill/internal/runner"
 )
 
 // runFlags are the flags of drill run.
 type runFlags struct {
-	stateDir string
-	runID    string
+	stateDir     string
+	runID        string
+	export       exportFlags
+	pushRequired bool
 }
 
 func newRunCommand(g *Globals) *cobra.Command {
@@ -33,6 +37,9 @@ reverted, processes stopped and the reports written. A third exits at once
 without cleanup (run drill cleanup afterwards).`,
 		Args: exactArgs(1, "a scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.export.check("push"); err != nil {
+				return &usageError{command: cmd.CommandPath(), err: err}
+			}
 			sc, err := loadScenario(args[0])
 			if err != nil {
 				return err
@@ -49,7 +56,7 @@ without cleanup (run drill cleanup afterwards).`,
 			if f, ok := g.Stderr.(*os.File); ok {
 				isTTY = progress.IsTerminal(f)
 			}
-			_, err = runner.Run(cmd.Context(), runner.Options{
+			res, err := runner.Run(cmd.Context(), runner.Options{
 				Scenario:    sc,
 				OutDir:      out,
 				Kubeconfig:  g.Kubeconfig,
@@ -64,10 +71,22 @@ without cleanup (run drill cleanup afterwards).`,
 				RunID:       f.runID,
 				Version:     g.Version,
 			})
+			if res.Record != nil && (f.export.pushgateway != "" || f.export.metricsFile != "") {
+				// The run's verdict and reports stand whatever the export
+				// does; its failure is an exit code only with --push-required.
+				if xerr := f.export.export(context.WithoutCancel(cmd.Context()), g, res.Record); xerr != nil {
+					if f.pushRequired && err == nil {
+						return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("exporting the run's metrics failed (--push-required): %w", xerr))
+					}
+					fmt.Fprintf(g.Stderr, "drill: exporting the run's metrics failed: %v\n", xerr)
+				}
+			}
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "directory for fault journals (default $XDG_STATE_HOME/drill)")
 	cmd.Flags().StringVar(&f.runID, "run-id", "", "run id carried by every toxic (default: UTC time and random bits)")
+	f.export.add(cmd, "push")
+	cmd.Flags().BoolVar(&f.pushRequired, "push-required", false, "exit 3 when the run passed but its metrics could not be pushed or written")
 	return cmd
 }

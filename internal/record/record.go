@@ -57,6 +57,11 @@ type Run struct {
 	Scenario *scenario.Scenario `json:"scenario"`
 	// ScenarioFile is the path the scenario was read from.
 	ScenarioFile string `json:"scenarioFile,omitempty"`
+	// ScenarioDigest identifies what the drill did, for comparing runs:
+	// "sha256:" and the hex SHA-256 of the canonical scenario (see
+	// [ScenarioDigest]). Set when the record is first written; empty in
+	// records written before it existed (those compare by scenario name).
+	ScenarioDigest string `json:"scenarioDigest,omitempty"`
 	// Plan is the timeline the run carried out (windows for judging).
 	Plan *plan.Plan `json:"plan"`
 	// StartedAt is the wall-clock time of t=0 (display only).

@@ -157,6 +157,7 @@ func (s *Scenario) Validate() error {
 	v.stopConditions()
 	v.assertions()
 	v.claims()
+	v.compare()
 	v.references()
 	return v.errs.err(s.File)
 }
@@ -1401,5 +1402,37 @@ func (v *validator) checkHostPort(p, raw string) {
 	}
 	if err != nil {
 		v.errorf(p, "address %q must be host:port (e.g. 127.0.0.1:0)", raw)
+	}
+}
+
+// compare checks the margins of the compare section.
+func (v *validator) compare() {
+	c := v.s.Compare
+	if c == nil {
+		return
+	}
+	for _, m := range []struct {
+		key string
+		val *float64
+		max float64
+	}{{"p99Increase", c.P99Increase, 0}, {"errorRateIncrease", c.ErrorRateIncrease, 1}, {"recoveryIncrease", c.RecoveryIncrease, 0}} {
+		if m.val == nil {
+			continue
+		}
+		if *m.val < 0 || (m.max > 0 && *m.val > m.max) {
+			bound := "at least 0"
+			if m.max > 0 {
+				bound = fmt.Sprintf("between 0 and %v", m.max)
+			}
+			v.errorf("compare."+m.key, "%s must be %s, got %v", m.key, bound, *m.val)
+		}
+	}
+	for _, m := range []struct {
+		key string
+		val *Duration
+	}{{"p99Slack", c.P99Slack}, {"recoverySlack", c.RecoverySlack}} {
+		if m.val != nil && m.val.D() < 0 {
+			v.errorf("compare."+m.key, "%s must not be negative, got %s", m.key, m.val.D())
+		}
 	}
 }
