@@ -130,7 +130,7 @@ func TestReportFindingsOfOlderRun(t *testing.T) {
 	for _, want := range []string{
 		"\nFINDINGS\n",
 		"WARNING  order-gateway had no ready replica in the local Service for 8.5 s (t=36.5-45.0 s), 7.6 s of it after pg-pause ended",
-		"FINDINGS  1 warning, 1 notice: read FINDINGS above",
+		"FINDINGS  2 warnings, 1 notice: read FINDINGS above",
 		"11µs (local Service)",
 	} {
 		if !strings.Contains(out.String(), want) {

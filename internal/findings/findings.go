@@ -86,7 +86,7 @@ const (
 	RuleUnroutableAfterFault = "unroutable-after-fault"    // warning: no ready replica after the fault ended
 	RuleUnroutableNoFault    = "unroutable-without-fault"  // warning: no ready replica and no fault on
 	RuleUnroutableDuring     = "unroutable-during-fault"   // notice: no ready replica while the fault was on
-	RuleLateDetection        = "detection-at-or-after-end" // warning: routing did not react while the fault lasted
+	RuleLateDetection        = "detection-at-or-after-end" // warning: routing did not react while the fault lasted (first unready in its last second or later)
 	RuleErrorsAfter          = "more-errors-after-fault"   // warning: more errors after a fault than during it
 	RuleSomeErrorsAfter      = "errors-after-fault"        // notice: errors after the fault ended
 	RuleRestartDuringFault   = "restart-during-fault"      // warning: a replica restarted while a fault was on

@@ -10,6 +10,12 @@ import (
 	"github.com/drillhq/drill/internal/routing"
 )
 
+// lateDetectionMargin: a first replica going unready within the fault's
+// last second counts as routing that did not react while the fault lasted
+// (it protected nothing; the fault's on and off events themselves carry
+// tens of ms of scheduling noise).
+const lateDetectionMargin = time.Second
+
 // detection reports fault on -> first and last replica of service seen
 // unready, in seconds and readiness periods (DESIGN section 4a). Unready
 // events are looked for from the fault's start to the end of its recovery
@@ -41,11 +47,20 @@ func (c *ctx) detection(f faultSpan, service string) []Finding {
 			Unit: "periods", Text: fmt.Sprintf("%.1f", dFirst.Seconds()/period.Seconds())})
 	}
 	who := fmt.Sprintf("%d of %d replicas", len(un), total)
-	if first >= f.off {
+	if first >= f.off-lateDetectionMargin {
 		fd.Severity, fd.Rule = Warning, RuleLateDetection
+		var rel string
+		switch d := first - f.off; {
+		case d > -50*time.Millisecond && d < 50*time.Millisecond:
+			rel = "as it ended"
+		case d > 0:
+			rel = seconds(d) + " after it ended"
+		default:
+			rel = seconds(-d) + " before it ended"
+		}
 		fd.Text = fmt.Sprintf("%s's readiness did not react while %s lasted (%s): the first replica went unready %s after it began%s, "+
-			"%s after it ended; %s unready within %s",
-			service, f.name, seconds(f.length()), seconds(dFirst), periods(dFirst), seconds(first-f.off), who, seconds(dLast))
+			"%s; %s unready within %s",
+			service, f.name, seconds(f.length()), seconds(dFirst), periods(dFirst), rel, who, seconds(dLast))
 		return []Finding{fd}
 	}
 	fd.Text = fmt.Sprintf("%s detected %s in %s%s: first replica unready at %s s, %s unready within %s of the fault's start",

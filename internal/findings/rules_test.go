@@ -161,6 +161,11 @@ func TestSeverityRules(t *testing.T) {
 		}, findings.KindUnroutable, findings.Warning, findings.RuleUnroutableNoFault, "while no fault was on"},
 		{"detection at the fault's end", ordersShape, findings.KindDetection, findings.Warning,
 			findings.RuleLateDetection, "did not react while pg-pause lasted (15.0 s): the first replica went unready 15.0 s after it began (3.0 readiness periods of 5.0 s)"},
+		{"detection in the fault's last second", func() *run {
+			r := newRun()
+			r.allOut(34.6, 45)
+			return r
+		}, findings.KindDetection, findings.Warning, findings.RuleLateDetection, "first replica went unready 14.6 s after it began (2.9 readiness periods of 5.0 s), 0.4 s before it ended"},
 		{"detection within the fault", func() *run {
 			r := newRun()
 			r.allOut(30.5, 40)
