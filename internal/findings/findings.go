@@ -83,7 +83,7 @@ const (
 // Severity rules: the Rule a finding carries names the one that set its
 // severity. Each is documented in the README's findings section.
 const (
-	RuleUnroutableAfterFault = "unroutable-after-fault"    // warning: no ready replica after the fault ended
+	RuleUnroutableAfterFault = "unroutable-after-fault"    // warning: no ready replica for 1 s or more after the fault ended
 	RuleUnroutableNoFault    = "unroutable-without-fault"  // warning: no ready replica and no fault on
 	RuleUnroutableDuring     = "unroutable-during-fault"   // notice: no ready replica while the fault was on
 	RuleLateDetection        = "detection-at-or-after-end" // warning: routing did not react while the fault lasted (first unready in its last second or later)

@@ -130,6 +130,11 @@ func (c *ctx) routingLag(f faultSpan, service string) []Finding {
 	return []Finding{fd}
 }
 
+// unroutableAfterMargin: no ready replica for less than this after a fault
+// ended is the fault's own end (its off event and the replicas' return
+// carry tens of ms of scheduling noise), not an outage it left behind.
+const unroutableAfterMargin = time.Second
+
 // trimT drops the "t=" of an offset rendered by at.
 func trimT(s string) string { return strings.TrimPrefix(s, "t=") }
 
@@ -160,7 +165,7 @@ func (c *ctx) unroutable(service string) []Finding {
 		default:
 			fd.Fault = f.name
 			after := iv.End - maxDur(iv.Start, f.off)
-			if after > 0 {
+			if after >= unroutableAfterMargin {
 				fd.Severity, fd.Rule = Warning, RuleUnroutableAfterFault
 				fd.Figures = append(fd.Figures, secFigure("after-fault", after))
 				if iv.Start >= f.off {

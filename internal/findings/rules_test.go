@@ -154,6 +154,11 @@ func TestSeverityRules(t *testing.T) {
 			r.fail(30, 34, 100, 503, "")
 			return r
 		}, findings.KindUnroutable, findings.Notice, findings.RuleUnroutableDuring, "for 4.0 s (t=30.0-34.0 s) while pg-pause was on"},
+		{"unroutable until just after the fault ended", func() *run {
+			r := newRun()
+			r.allOut(30, 35.4)
+			return r
+		}, findings.KindUnroutable, findings.Notice, findings.RuleUnroutableDuring, "for 5.4 s (t=30.0-35.4 s) while pg-pause was on"},
 		{"unroutable with no fault on", func() *run {
 			r := newRun()
 			r.allOut(10, 12)
