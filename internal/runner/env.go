@@ -387,6 +387,7 @@ func (r *run) runSetup(ctx context.Context, s scenario.Service, svcEnv map[strin
 		Env:     env,
 		Timeout: st.Timeout.D(),
 		LogPath: filepath.Join(logDir, s.Name+"-setup.log"),
+		Redact:  r.redactor,
 	}
 	r.log.Info("running setup", "service", s.Name, "log", spec.LogPath)
 	if err := runtime.RunSetup(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name)); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -241,5 +242,28 @@ func TestRunSetup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "setup of service slow did not finish within its timeout 300ms and was killed") ||
 		!strings.Contains(err.Error(), "| waiting for the lock") {
 		t.Errorf("timeout: %v", err)
+	}
+}
+
+// TestRunSetupRedactsItsLog: a setup step whose arguments and output carry
+// a secret (a migration tool printing its DSN, a --password flag) leaves
+// none of it in its log when the run redacts.
+func TestRunSetupRedactsItsLog(t *testing.T) {
+	t.Parallel()
+	const canary = "canary-setup-s3cret-7731"
+	path := filepath.Join(t.TempDir(), "logs", "db-setup.log")
+	r := redact.New(redact.Options{Values: []string{canary}})
+	err := RunSetup(context.Background(), event.NewClock(), &event.Log{}, SetupSpec{Service: "db",
+		Command: []string{"sh", "-c", `echo "connecting to postgres://app:$1@127.0.0.1/app"; echo "key $1" >&2`, "sh", canary},
+		Env:     os.Environ(), LogPath: path, Redact: r}, nil)
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), canary) || !strings.Contains(string(b), "connecting to postgres://app:") {
+		t.Errorf("setup log leaks the secret or lost its output:\n%s", b)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/redact"
 )
 
 // DefaultSetupTimeout bounds a setup step that names no timeout.
@@ -42,6 +43,9 @@ type SetupSpec struct {
 	// appended to, with its directory); "" keeps only the last lines in
 	// memory.
 	LogPath string
+	// Redact, when set, redacts each line before it reaches LogPath (the
+	// step's arguments and output may carry the secrets its env holds).
+	Redact *redact.Redactor
 }
 
 // RunSetup runs spec's command once, in its own process group with SIGKILL
@@ -87,9 +91,18 @@ func RunSetup(ctx context.Context, clock *event.Clock, sink event.Sink, spec Set
 		}()
 	}
 	var out *logSink
-	if file != nil {
+	switch {
+	case file != nil && spec.Redact != nil:
+		lw := redact.NewLineWriter(file, spec.Redact)
+		defer func() {
+			if ferr := lw.Flush(); ferr != nil && err == nil {
+				err = fmt.Errorf("setup of service %s: write its log %s: %w", spec.Service, spec.LogPath, ferr)
+			}
+		}()
+		out = newLogSink(lw, DefaultLogLines)
+	case file != nil:
 		out = newLogSink(file, DefaultLogLines)
-	} else {
+	default:
 		out = newLogSink(nil, DefaultLogLines)
 	}
 	emit := func(reason, detail string) {
