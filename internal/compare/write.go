@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/drillhq/drill/internal/textio"
 )
 
 // WriteJSON writes r as indented JSON (the shape of [Report]) to w. It
@@ -26,7 +28,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 // (exit 0)" or "COMPARE: REGRESSION (exit 1): <first regression>". It
 // returns the first write error.
 func WriteText(w io.Writer, r *Report) error {
-	ew := &errWriter{w: w}
+	ew := &textio.ErrWriter{W: w, What: "write comparison"}
 	side := func(label string, i RunInfo) {
 		fmt.Fprintf(ew, "%s  %s  run %s", label, i.Scenario, i.RunID)
 		if !i.StartedAt.IsZero() {
@@ -99,7 +101,7 @@ func WriteText(w io.Writer, r *Report) error {
 	} else {
 		fmt.Fprintf(ew, "COMPARE: NO REGRESSION (exit %d)\n", r.ExitCode())
 	}
-	return ew.err
+	return ew.Err
 }
 
 func text(v *Value) string {
@@ -124,21 +126,4 @@ func judgement(r Row) string {
 		return "ok"
 	}
 	return "-"
-}
-
-// errWriter keeps the first write error and drops later writes.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return len(p), nil
-	}
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = fmt.Errorf("write comparison: %w", err)
-	}
-	return n, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/drillhq/drill/internal/compare"
 	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/textio"
 )
 
 // stamp writes a night's start for tables.
@@ -84,7 +85,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 // REGRESSION (exit 0)" or "HISTORY: REGRESSION (exit 1): <first>". It
 // returns the first write error.
 func WriteText(w io.Writer, r *Report) error {
-	ew := &errWriter{w: w}
+	ew := &textio.ErrWriter{W: w, What: "write history"}
 	n := r.Nights
 	fmt.Fprintf(ew, "HISTORY %s  %d nights  %s .. %s\n", n[len(n)-1].Scenario, len(n), stamp(n[0].StartedAt), stamp(n[len(n)-1].StartedAt))
 	fmt.Fprintln(ew, "\nNIGHTS")
@@ -134,7 +135,7 @@ func WriteText(w io.Writer, r *Report) error {
 	} else {
 		fmt.Fprintf(ew, "HISTORY: NO REGRESSION (exit %d)\n", r.ExitCode())
 	}
-	return ew.err
+	return ew.Err
 }
 
 func dash(s string) string {
@@ -432,21 +433,4 @@ func outcome(x Night) string {
 		out += "; " + p
 	}
 	return out
-}
-
-// errWriter keeps the first write error and drops later writes.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return len(p), nil
-	}
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = fmt.Errorf("write history: %w", err)
-	}
-	return n, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/textio"
 )
 
 // maxSummaryEvidence caps the evidence lines printed per assertion.
@@ -33,7 +34,7 @@ const maxSummaryEvidence = 5
 // Authorization values are redacted. It returns the first write error.
 func Summary(w io.Writer, run *record.Run) error {
 	run = record.Redact(run)
-	ew := &errWriter{w: w}
+	ew := &textio.ErrWriter{W: w}
 	code, why := run.Decide()
 
 	title := run.Name()
@@ -142,7 +143,7 @@ func Summary(w io.Writer, run *record.Run) error {
 		fmt.Fprintf(ew, "FINDINGS  %s, %s: read FINDINGS above before trusting the verdict\n", plural(w, "warning"), plural(n, "notice"))
 	}
 	fmt.Fprintf(ew, "\nVERDICT: %s (exit %d): %s\n", codeWord(code), code, why)
-	return ew.err
+	return ew.Err
 }
 
 // writeFindings prints the FINDINGS section: one line per finding,
@@ -352,23 +353,6 @@ func lastN(lines []string, n int) []string {
 		return lines
 	}
 	return lines[len(lines)-n:]
-}
-
-// errWriter keeps the first write error and ignores later writes.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return len(p), nil
-	}
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = err
-	}
-	return n, nil
 }
 
 // loadEnd is when load stopped (the run's "load-end" phase event).
