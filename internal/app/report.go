@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -93,6 +94,25 @@ func loadRun(path string) (*record.Run, error) {
 	return rec, nil
 }
 
+// checkReportOut refuses an output directory that holds another run's
+// record (its run.json names another run id): re-rendering there would
+// replace that run's reports with this one's and lose it. A directory of
+// this run, an empty one or a new one is fine. Errors name the directory
+// and the other run.
+func checkReportOut(out, runID string) error {
+	b, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		return nil // nothing recorded there (or unreadable: WriteAll says so)
+	}
+	var head struct {
+		RunID string `json:"runId"`
+	}
+	if json.Unmarshal(b, &head) != nil || head.RunID == "" || head.RunID == runID {
+		return nil
+	}
+	return fmt.Errorf("--out %s: it holds the reports of run %s, not of run %s; pick another --out", out, head.RunID, runID)
+}
+
 // validationErrors returns s's semantic problems, one message each, without
 // its file name (a recorded scenario has no positions).
 func validationErrors(s *scenario.Scenario) []string {
@@ -141,6 +161,9 @@ func runReport(g *Globals, path, out string, sets []string) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return exitcode.Wrap(exitcode.BadInput, err)
+	}
+	if err := checkReportOut(out, run.RunID); err != nil {
 		return exitcode.Wrap(exitcode.BadInput, err)
 	}
 	before := run.ExitCode

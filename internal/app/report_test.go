@@ -153,3 +153,35 @@ func TestReportFindingsOfOlderRun(t *testing.T) {
 		t.Errorf("report.html has no findings box (%v)", err)
 	}
 }
+
+// TestReportRefusesAnotherRunsDirectory: re-rendering a run into a
+// directory that holds another run's reports would replace them and lose
+// that run: exit 2, naming both runs, and the other run's files untouched.
+func TestReportRefusesAnotherRunsDirectory(t *testing.T) {
+	path := saveRun(t, false)
+	victim := filepath.Dir(saveRun(t, true))
+	other, err := record.Load(filepath.Join(victim, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.RunID = "another-run"
+	if err := other.Save(filepath.Join(victim, "run.json")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(victim, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), &out, &errOut, []string{"report", path, "--out", victim}, nil)
+	if code != exitcode.BadInput {
+		t.Fatalf("exit %d, want 2\n%s%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "holds the reports of run another-run") {
+		t.Errorf("stderr: %s", errOut.String())
+	}
+	after, err := os.ReadFile(filepath.Join(victim, "run.json"))
+	if err != nil || !bytes.Equal(before, after) {
+		t.Errorf("the other run's run.json changed (%v)", err)
+	}
+}
