@@ -248,7 +248,7 @@ func TestSeverityRules(t *testing.T) {
 		}, findings.KindClaim, findings.Notice, findings.RuleClaimMismatch, "left-first 15.0 s after pg-pause began; measured: never"},
 		{"no restarts at all", newRun, findings.KindRestarts, findings.Info, "", "order-gateway: no restarts (bring-up included)"},
 		{"shedding by kind", ordersShape, findings.KindShedding, findings.Info, "",
-			"orders after pg-pause (t=35.0-65.0 s): 1,100 of 3,000 requests failed (36.7%): 1,100 503 from the Service with no ready endpoint"},
+			"orders after pg-pause (t=35.0-65.0 s): 1,100 of 3,000 requests failed (36.7%): 1,100 answered 503 by the Service (no ready endpoint)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,8 +83,8 @@ func (k failureKinds) text() string {
 		}
 	}
 	add(k.shedService, "shed with 503/429 by the service")
-	add(k.noEndpoint, "503 from the Service with no ready endpoint")
-	add(k.badGateway, "502 from the Service")
+	add(k.noEndpoint, "answered 503 by the Service (no ready endpoint)")
+	add(k.badGateway, "answered 502 by the Service (replica unreachable)")
 	add(k.timeouts, "timeouts")
 	add(k.connection, "connection errors")
 	add(k.other, "other errors")

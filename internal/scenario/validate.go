@@ -896,7 +896,9 @@ func (v *validator) faults() {
 
 // article returns "an" or "a" for word.
 func article(word string) string {
-	if word != "" && strings.ContainsRune("aeioAEIO", rune(word[0])) {
+	// "u" is "an" before a vowel sound (unroutable) and "a" before a "you"
+	// sound (url): drill's kinds starting with u are of the first kind.
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
 		return "an"
 	}
 	return "a"
