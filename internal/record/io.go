@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,6 +107,9 @@ func Unmarshal(b []byte) (*Run, error) {
 	var head struct {
 		SchemaVersion *string `json:"schemaVersion"`
 	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil, errors.New("not a JSON run record: not a JSON object")
+	}
 	if err := json.Unmarshal(b, &head); err != nil {
 		return nil, fmt.Errorf("not a JSON run record: %w", err)
 	}
@@ -118,6 +122,12 @@ func Unmarshal(b []byte) (*Run, error) {
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("decode run record: %w", err)
+	}
+	// Without its plan a record has no windows to judge: every reader
+	// (report, compare, history, export) must refuse it rather than read
+	// an empty judgement as "no regression" or "exit 0".
+	if r.Plan == nil {
+		return nil, errors.New("damaged run record: it has no plan (the timeline its windows are judged over)")
 	}
 	sort.SliceStable(r.Events, func(i, j int) bool { return r.Events[i].At < r.Events[j].At })
 	if r.Series == nil {

@@ -395,3 +395,18 @@ func TestInvalidNamesTheMachine(t *testing.T) {
 		})
 	}
 }
+
+// TestUnmarshalRefusesDamagedRecords: a record without its plan, or that is
+// not a JSON object, is refused in words: no reader may judge it as empty.
+func TestUnmarshalRefusesDamagedRecords(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"no plan", `{"schemaVersion":"` + record.SchemaVersion + `","runId":"x"}`, "no plan"},
+		{"a list", `[1,2]`, "not a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := record.Unmarshal([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
