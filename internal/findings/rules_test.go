@@ -246,6 +246,11 @@ func TestSeverityRules(t *testing.T) {
 				Figure: scenario.ClaimLeftFirst, Value: scenario.Duration{Duration: sec(15)}}}
 			return r
 		}, findings.KindClaim, findings.Notice, findings.RuleClaimMismatch, "left-first 15.0 s after pg-pause began; measured: never"},
+		{"dial timeouts are connection errors", func() *run {
+			r := newRun()
+			r.fail(20, 22, 10, 0, measure.ErrDialTimeout)
+			return r
+		}, findings.KindShedding, findings.Info, "", "20 of 1,500 requests failed (1.33%): 20 connection errors"},
 		{"no restarts at all", newRun, findings.KindRestarts, findings.Info, "", "order-gateway: no restarts (bring-up included)"},
 		{"shedding by kind", ordersShape, findings.KindShedding, findings.Info, "",
 			"orders after pg-pause (t=35.0-65.0 s): 1,100 of 3,000 requests failed (36.7%): 1,100 answered 503 by the Service (no ready endpoint)"},

@@ -61,10 +61,10 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 			}
 		}
 		for kind, n := range b.Errors {
-			switch kind {
-			case measure.ErrTimeout:
+			switch {
+			case kind == measure.ErrTimeout:
 				k.timeouts += n
-			case measure.ErrRefused, measure.ErrReset:
+			case measure.ConnectionLevel(kind):
 				k.connection += n
 			default:
 				k.other += n
