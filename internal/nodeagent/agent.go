@@ -10,8 +10,8 @@
 //     refreshes its status every [Config.HeartbeatPeriod];
 //   - binds every Pending pod that has no spec.nodeName to itself through the
 //     pods/binding subresource (there is no scheduler);
-//   - runs each pod bound to it as a local process (internal/runtime
-//     [runtime.Replica]: the container's command and args as argv, its
+//   - runs each pod bound to it as a local process (internal/localenv
+//     [localenv.Replica]: the container's command and args as argv, its
 //     environment, a free loopback port in $PORT, its probes with the
 //     kubelet's semantics, restartPolicy Always with CrashLoopBackOff);
 //   - writes the pod's status as the kubelet does: phase, a unique pod IP
@@ -56,7 +56,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/drillhq/drill/internal/event"
-	"github.com/drillhq/drill/internal/runtime"
+	"github.com/drillhq/drill/internal/localenv"
 )
 
 // Defaults of [Config].
@@ -106,7 +106,7 @@ type Config struct {
 	// directory removed when Run returns.
 	LogDir string
 	// Runtime tunes the replicas (CrashLoopBackOff base and cap, log ring).
-	Runtime runtime.Options
+	Runtime localenv.Options
 	// HeartbeatPeriod is how often the Node's status is refreshed; default
 	// [DefaultHeartbeatPeriod].
 	HeartbeatPeriod time.Duration
@@ -200,7 +200,7 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("node agent: service %s/%s is listed twice", r.Namespace, r.Name)
 		}
 		seen[r.Namespace+"/"+r.Name] = true
-		p, err := runtime.NewProxy(r.Name, r.Listen, a.clock, nil, EventSource, a.log)
+		p, err := localenv.NewProxy(r.Name, r.Listen, a.clock, nil, EventSource, a.log)
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("node agent: service %s/%s: %w", r.Namespace, r.Name, err)

@@ -3,7 +3,7 @@ package nodeagent
 import (
 	"context"
 	"fmt"
-	goruntime "runtime"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -37,8 +37,8 @@ func (a *Agent) createNode(ctx context.Context) error {
 		Name: a.cfg.Node,
 		Labels: map[string]string{
 			"kubernetes.io/hostname": a.cfg.Node,
-			"kubernetes.io/os":       goruntime.GOOS,
-			"kubernetes.io/arch":     goruntime.GOARCH,
+			"kubernetes.io/os":       runtime.GOOS,
+			"kubernetes.io/arch":     runtime.GOARCH,
 			"drill.dev/node-agent":   "true",
 		},
 	}}
@@ -78,7 +78,7 @@ func (a *Agent) updateNodeStatus(ctx context.Context, ready bool) error {
 			readyCond = cond(corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", "drill node agent stopped")
 		}
 		capacity := corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+			corev1.ResourceCPU:    *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
 			corev1.ResourceMemory: resource.MustParse("8Gi"),
 			corev1.ResourcePods:   resource.MustParse(strconv.Itoa(maxPods)),
 		}
@@ -93,8 +93,8 @@ func (a *Agent) updateNodeStatus(ctx context.Context, ready bool) error {
 			{Type: corev1.NodeHostName, Address: a.cfg.Node},
 		}
 		n.Status.Capacity, n.Status.Allocatable = capacity, capacity
-		n.Status.NodeInfo.OperatingSystem = goruntime.GOOS
-		n.Status.NodeInfo.Architecture = goruntime.GOARCH
+		n.Status.NodeInfo.OperatingSystem = runtime.GOOS
+		n.Status.NodeInfo.Architecture = runtime.GOARCH
 		n.Status.NodeInfo.KubeletVersion = "drill-agent"
 		n.Status.NodeInfo.ContainerRuntimeVersion = "drill://local-processes"
 		_, err = a.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drillhq/drill/internal/event"
-	"github.com/drillhq/drill/internal/runtime"
+	"github.com/drillhq/drill/internal/localenv"
 )
 
 // podRun is one pod the agent runs (or tried to run).
@@ -33,7 +33,7 @@ type podRun struct {
 
 	// Set by start; read under mu.
 	mu          sync.Mutex
-	rep         *runtime.Replica
+	rep         *localenv.Replica
 	view        podView
 	lastPod     *corev1.Pod // the pod as the agent last wrote it
 	logFile     *os.File
@@ -47,7 +47,7 @@ type podRun struct {
 	releaseOnce sync.Once
 }
 
-func (r *podRun) replica() *runtime.Replica {
+func (r *podRun) replica() *localenv.Replica {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.rep
@@ -64,7 +64,7 @@ func (r *podRun) changed() {
 func (r *podRun) markStopped() {
 	// The replica's lock is taken outside r.mu: OnChange takes them in the
 	// other order.
-	var st *runtime.ReplicaStatus
+	var st *localenv.ReplicaStatus
 	if rep := r.replica(); rep != nil {
 		s := rep.Status()
 		st = &s
@@ -102,7 +102,7 @@ func (r *podRun) stopProcess(ctx context.Context, log *slog.Logger) {
 // loopback port, and a status writer starts.
 func (a *Agent) adopt(pod *corev1.Pod) *podRun {
 	key := pod.Namespace + "/" + pod.Name
-	grace := runtime.DefaultGrace
+	grace := localenv.DefaultGrace
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
 	}
@@ -190,13 +190,13 @@ func (a *Agent) start(r *podRun, pod *corev1.Pod) {
 	}
 	logFile := r.logFile
 	r.mu.Unlock()
-	rep, err := runtime.NewReplica(runtime.ReplicaConfig{
+	rep, err := localenv.NewReplica(localenv.ReplicaConfig{
 		Service: r.ns, Pod: r.name, Container: spec.container,
 		Command: spec.argv, Env: env, Port: port, Probes: spec.probes, Grace: r.grace,
 		Logs: logFile, Options: a.cfg.Runtime, Clock: a.clock,
 		Sink: event.SinkFunc(func(e event.Event) { a.replicaEvent(r, spec.container, e) }),
 		Log:  a.log,
-		OnChange: func(st runtime.ReplicaStatus) {
+		OnChange: func(st localenv.ReplicaStatus) {
 			r.mu.Lock()
 			r.view.replica = &st
 			r.mu.Unlock()
@@ -241,7 +241,7 @@ func (a *Agent) terminate(r *podRun, grace time.Duration, confirm bool, why stri
 	if grace <= 0 {
 		grace = r.grace
 	}
-	grace = max(grace, runtime.MinGrace)
+	grace = max(grace, localenv.MinGrace)
 	a.log.Info("stopping pod", "pod", r.key, "why", why, "grace", grace)
 	a.wg.Add(1)
 	go func() {

@@ -9,13 +9,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/drillhq/drill/internal/runtime"
+	"github.com/drillhq/drill/internal/localenv"
 )
 
 // route is one Kubernetes Service fronted by a local proxy.
 type route struct {
 	ns, name string
-	proxy    *runtime.Proxy
+	proxy    *localenv.Proxy
 
 	mu     sync.Mutex
 	slices map[string][]endpointRef // EndpointSlice name -> its endpoints

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/drillhq/drill/internal/runtime"
+	"github.com/drillhq/drill/internal/localenv"
 )
 
 // podView is what the agent knows about one pod it runs, the input of
@@ -21,7 +21,7 @@ type podView struct {
 	startTime time.Time
 	// replica is the container's latest status; nil while the pod could not
 	// be started (then waitingReason/waitingMessage say why).
-	replica        *runtime.ReplicaStatus
+	replica        *localenv.ReplicaStatus
 	waitingReason  string
 	waitingMessage string
 	// stopped: the agent is shutting down and the process is gone.
@@ -55,7 +55,7 @@ func podStatus(old corev1.PodStatus, v podView, now time.Time) corev1.PodStatus 
 			cs.LastTerminationState.Terminated = terminated(t)
 		}
 		switch {
-		case v.stopped || r.State == runtime.StateTerminated:
+		case v.stopped || r.State == localenv.StateTerminated:
 			if t := r.LastTerminated; t != nil {
 				cs.State.Terminated = terminated(t)
 				cs.LastTerminationState = corev1.ContainerState{}
@@ -116,7 +116,7 @@ func podStatus(old corev1.PodStatus, v podView, now time.Time) corev1.PodStatus 
 	return st
 }
 
-func terminated(t *runtime.Termination) *corev1.ContainerStateTerminated {
+func terminated(t *localenv.Termination) *corev1.ContainerStateTerminated {
 	out := &corev1.ContainerStateTerminated{
 		ExitCode:   t.ExitCode,
 		Signal:     t.Signal,

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/drillhq/drill/internal/runtime"
+	"github.com/drillhq/drill/internal/localenv"
 )
 
 func condition(st corev1.PodStatus, t corev1.PodConditionType) corev1.PodCondition {
@@ -22,10 +22,10 @@ func condition(st corev1.PodStatus, t corev1.PodConditionType) corev1.PodConditi
 func TestPodStatus(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	started := t0.Add(2 * time.Second)
-	view := func(r *runtime.ReplicaStatus) podView {
+	view := func(r *localenv.ReplicaStatus) podView {
 		return podView{podIP: "192.0.2.9", hostIP: "192.0.2.1", container: "app", image: "img", startTime: t0, replica: r}
 	}
-	lastTerm := &runtime.Termination{ExitCode: 137, Signal: 9, Reason: "Error", Message: "liveness probe failed 3 times",
+	lastTerm := &localenv.Termination{ExitCode: 137, Signal: 9, Reason: "Error", Message: "liveness probe failed 3 times",
 		StartedAt: t0, FinishedAt: t0.Add(40 * time.Second)}
 	tests := []struct {
 		name         string
@@ -40,16 +40,16 @@ func TestPodStatus(t *testing.T) {
 		{"not started yet", podView{podIP: "192.0.2.9", hostIP: "192.0.2.1", container: "app", startTime: t0,
 			waitingReason: "CreateContainerConfigError", waitingMessage: "no Secret"},
 			corev1.PodPending, false, "waiting", "CreateContainerConfigError", 0, -1},
-		{"running, not ready", view(&runtime.ReplicaStatus{PID: 10, State: runtime.StateRunning, StartedAt: started}),
+		{"running, not ready", view(&localenv.ReplicaStatus{PID: 10, State: localenv.StateRunning, StartedAt: started}),
 			corev1.PodRunning, false, "running", "", 0, -1},
-		{"running, ready", view(&runtime.ReplicaStatus{PID: 10, State: runtime.StateRunning, StartedAt: started, Started: true, Ready: true}),
+		{"running, ready", view(&localenv.ReplicaStatus{PID: 10, State: localenv.StateRunning, StartedAt: started, Started: true, Ready: true}),
 			corev1.PodRunning, true, "running", "", 0, -1},
-		{"back-off after a kill", view(&runtime.ReplicaStatus{State: runtime.StateWaiting, Reason: "CrashLoopBackOff", RestartCount: 1, LastTerminated: lastTerm}),
+		{"back-off after a kill", view(&localenv.ReplicaStatus{State: localenv.StateWaiting, Reason: "CrashLoopBackOff", RestartCount: 1, LastTerminated: lastTerm}),
 			corev1.PodRunning, false, "waiting", "CrashLoopBackOff", 1, 137},
-		{"restarted", view(&runtime.ReplicaStatus{PID: 11, State: runtime.StateRunning, StartedAt: started, Started: true, Ready: true, RestartCount: 2, LastTerminated: lastTerm}),
+		{"restarted", view(&localenv.ReplicaStatus{PID: 11, State: localenv.StateRunning, StartedAt: started, Started: true, Ready: true, RestartCount: 2, LastTerminated: lastTerm}),
 			corev1.PodRunning, true, "running", "", 2, 137},
 		{"stopped", func() podView {
-			v := view(&runtime.ReplicaStatus{State: runtime.StateTerminated, LastTerminated: &runtime.Termination{Reason: "Completed", FinishedAt: t0}})
+			v := view(&localenv.ReplicaStatus{State: localenv.StateTerminated, LastTerminated: &localenv.Termination{Reason: "Completed", FinishedAt: t0}})
 			v.stopped = true
 			return v
 		}(), corev1.PodRunning, false, "terminated", "Completed", 0, -1},
@@ -116,7 +116,7 @@ func TestPodStatus(t *testing.T) {
 // an unchanged view gives an equal status (no write); a change stamps now.
 func TestPodStatusTransitionTimes(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := &runtime.ReplicaStatus{PID: 10, State: runtime.StateRunning, StartedAt: t0, Started: true, Ready: true}
+	r := &localenv.ReplicaStatus{PID: 10, State: localenv.StateRunning, StartedAt: t0, Started: true, Ready: true}
 	v := podView{podIP: "192.0.2.9", hostIP: "192.0.2.1", container: "app", startTime: t0, replica: r}
 	first := podStatus(corev1.PodStatus{}, v, t0.Add(time.Second))
 	again := podStatus(first, v, t0.Add(time.Hour))

@@ -15,8 +15,8 @@ import (
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/localenv"
 	"github.com/drillhq/drill/internal/placement"
-	"github.com/drillhq/drill/internal/runtime"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -26,7 +26,7 @@ type environment struct {
 	stubs     map[string]*deps.HTTPStub
 	toxiproxy inject.Toxiproxy
 	embedded  *inject.Embedded
-	services  map[string]*runtime.Service
+	services  map[string]*localenv.Service
 	// placement puts the system under test below drill's CPU priority
 	// (local runs; nil otherwise).
 	placement *placement.Placement
@@ -73,7 +73,7 @@ func (r *run) bringUp(ctx context.Context) error {
 	env := &environment{
 		postgres: map[string]*deps.Postgres{},
 		stubs:    map[string]*deps.HTTPStub{},
-		services: map[string]*runtime.Service{},
+		services: map[string]*localenv.Service{},
 	}
 	r.env = env
 	journal, err := inject.OpenJournal(r.opts.StateDir, r.id)
@@ -381,7 +381,7 @@ func (r *run) runSetup(ctx context.Context, s scenario.Service, svcEnv map[strin
 			env = append(env, k+"="+m[k])
 		}
 	}
-	spec := runtime.SetupSpec{
+	spec := localenv.SetupSpec{
 		Service: s.Name,
 		Command: append(cmd, args...),
 		Env:     env,
@@ -390,7 +390,7 @@ func (r *run) runSetup(ctx context.Context, s scenario.Service, svcEnv map[strin
 		Redact:  r.redactor,
 	}
 	r.log.Info("running setup", "service", s.Name, "log", spec.LogPath)
-	if err := runtime.RunSetup(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name)); err != nil {
+	if err := localenv.RunSetup(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name)); err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("service %s not started: %w", s.Name, err))
 	}
 	return nil
@@ -421,7 +421,7 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 	if replicas == 0 {
 		replicas = 1
 	}
-	spec := runtime.ServiceSpec{
+	spec := localenv.ServiceSpec{
 		Name:     s.Name,
 		Command:  argv,
 		Env:      env,
@@ -442,9 +442,9 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 	// ends: a signal must stop the load first, then the faults, then the
 	// services (otherwise requests still in flight meet stopping replicas
 	// and end in 502, failing windows that were passing).
-	var svc *runtime.Service
+	var svc *localenv.Service
 	cpuuse.Do(context.WithoutCancel(ctx), cpuuse.PartRuntime, func(ctx context.Context) {
-		svc, err = runtime.Start(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name))
+		svc, err = localenv.Start(ctx, r.clock, r.evlog, spec, r.log.With("service", s.Name))
 	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start service %s: %w", s.Name, err))
@@ -476,7 +476,7 @@ func (r *run) waitReady(ctx context.Context) error {
 		}
 		r.log.Info("waiting for replicas to be ready", "service", s.Name, "replicas", n, "timeout", timeout)
 		if err := svc.WaitReady(ctx, n); err != nil {
-			if errors.Is(err, runtime.ErrListensElsewhere) {
+			if errors.Is(err, localenv.ErrListensElsewhere) {
 				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("service %s cannot become ready: %w", s.Name, err))
 			}
 			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("service %s did not become ready within %s: %w", s.Name, timeout, err))

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
@@ -155,10 +155,10 @@ func (r *run) environmentInfo() record.Environment {
 	env := record.Environment{
 		Type:         string(r.sc.Environment.Type),
 		DrillVersion: r.opts.Version,
-		GoVersion:    goruntime.Version(),
-		OS:           goruntime.GOOS,
-		Arch:         goruntime.GOARCH,
-		CPUs:         goruntime.NumCPU(),
+		GoVersion:    runtime.Version(),
+		OS:           runtime.GOOS,
+		Arch:         runtime.GOARCH,
+		CPUs:         runtime.NumCPU(),
 		Hostname:     host,
 		Notes:        map[string]string{},
 	}

@@ -1,4 +1,4 @@
-// Package runtime is drill's local runtime: it runs the replicas of a
+// Package localenv is drill's local runtime: it runs the replicas of a
 // service under test as local processes and applies the kubelet's probe
 // semantics to them (DESIGN section 3), and it fronts them with a local
 // Service proxy that routes only to ready replicas, as kube-proxy does with
@@ -34,4 +34,4 @@
 // Service with PR_SET_PDEATHSIG=SIGKILL, so even a drill killed with SIGKILL
 // leaves no replica behind (their own children may escape if they leave the
 // replica's process group).
-package runtime
+package localenv

@@ -1,4 +1,4 @@
-package runtime
+package localenv
 
 // thresholds counts consecutive probe results the way the kubelet's probe
 // worker does (pkg/kubelet/prober/worker.go doProbe): a result only takes
