@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/report"
@@ -149,7 +148,7 @@ func runReport(g *Globals, path, out string, sets []string) error {
 		}
 	}
 	for _, s := range sets {
-		if err := assert.Override(run.Scenario.Assertions, s); err != nil {
+		if err := scenario.OverrideAssertion(run.Scenario.Assertions, s); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -141,22 +141,6 @@ type input struct {
 	win    plan.Window
 }
 
-// DefaultWindow is the window of an assertion that names none.
-const DefaultWindow = "run"
-
-// Name returns a's name, or "<type>-<window>" when it has none (the
-// scenario default).
-func Name(a scenario.Assertion) string {
-	if a.Name != "" {
-		return a.Name
-	}
-	w := a.Window
-	if w == "" {
-		w = DefaultWindow
-	}
-	return string(a.Type) + "-" + w
-}
-
 // Judge judges each assertion over its window and returns one Result per
 // assertion, in order. It is pure: it reads p's windows, the events (any
 // order; they are sorted by At) and the per-stream series, and changes
@@ -172,9 +156,9 @@ func Judge(p *plan.Plan, assertions []scenario.Assertion, events []event.Event, 
 	stop, stopped := timelineEnd(evs)
 	out := make([]Result, 0, len(assertions))
 	for _, a := range assertions {
-		r := Result{Name: Name(a), Type: a.Type, Window: a.Window, Source: a.Source}
+		r := Result{Name: a.ResolvedName(), Type: a.Type, Window: a.Window, Source: a.Source}
 		if r.Window == "" {
-			r.Window = DefaultWindow
+			r.Window = scenario.DefaultWindow
 		}
 		judge, ok := reg[a.Type]
 		switch {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
@@ -91,7 +90,7 @@ func TestGoldenTighterBound(t *testing.T) {
 	t.Parallel()
 	base := saved(t, recordtest.Run(recordtest.Options{Scale: 10}))
 	tight := saved(t, recordtest.Run(recordtest.Options{Scale: 10}))
-	if err := assert.Override(tight.Scenario.Assertions, "auth-p99-during-brownout.maxLatency=10ms"); err != nil {
+	if err := scenario.OverrideAssertion(tight.Scenario.Assertions, "auth-p99-during-brownout.maxLatency=10ms"); err != nil {
 		t.Fatal(err)
 	}
 	tight.Rejudge()
@@ -301,7 +300,7 @@ func TestPassToFailOff(t *testing.T) {
 	t.Parallel()
 	base := saved(t, recordtest.Run(recordtest.Options{Scale: 10}))
 	tight := saved(t, recordtest.Run(recordtest.Options{Scale: 10}))
-	if err := assert.Override(tight.Scenario.Assertions, "auth-p99-during-brownout.maxLatency=10ms"); err != nil {
+	if err := scenario.OverrideAssertion(tight.Scenario.Assertions, "auth-p99-during-brownout.maxLatency=10ms"); err != nil {
 		t.Fatal(err)
 	}
 	tight.Rejudge()

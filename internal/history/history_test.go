@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/compare"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
+	"github.com/drillhq/drill/internal/scenario"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -99,7 +99,7 @@ func TestJudgeTighterBoundNewest(t *testing.T) {
 	dir := t.TempDir()
 	nightly(t, dir, 4, func(i int, r *record.Run) {
 		if i == 3 {
-			if err := assert.Override(r.Scenario.Assertions, "auth-p99-during-brownout.maxLatency=10ms"); err != nil {
+			if err := scenario.OverrideAssertion(r.Scenario.Assertions, "auth-p99-during-brownout.maxLatency=10ms"); err != nil {
 				t.Fatal(err)
 			}
 			r.Rejudge()

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
 	"github.com/drillhq/drill/internal/placement"
+	"github.com/drillhq/drill/internal/proctree"
 )
 
 // CleanupOptions says what [Cleanup] removes.

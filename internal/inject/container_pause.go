@@ -8,7 +8,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
-	"github.com/drillhq/drill/internal/deps"
+	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -34,7 +34,7 @@ var _ ContainerPauser = DockerPauser{}
 
 // Pause implements [ContainerPauser].
 func (DockerPauser) Pause(ctx context.Context, id string) error {
-	cli, err := deps.DockerClient(ctx)
+	cli, err := docker.Client(ctx)
 	if err != nil {
 		return fmt.Errorf("pause container %s: %w", id, err)
 	}
@@ -47,7 +47,7 @@ func (DockerPauser) Pause(ctx context.Context, id string) error {
 
 // Unpause implements [ContainerPauser].
 func (DockerPauser) Unpause(ctx context.Context, id string) error {
-	cli, err := deps.DockerClient(ctx)
+	cli, err := docker.Client(ctx)
 	if err != nil {
 		return fmt.Errorf("unpause container %s: %w", id, err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
-	"github.com/drillhq/drill/internal/deps"
+	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -98,8 +98,8 @@ func buildEchoImage(t *testing.T, ctx context.Context, cli client.APIClient, tag
 func TestContainerPause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cli, err := deps.DockerClient(ctx)
-	if errors.Is(err, deps.ErrNoDocker) {
+	cli, err := docker.Client(ctx)
+	if errors.Is(err, docker.ErrNoDocker) {
 		t.Skipf("no Docker engine on this machine; container-pause untested: %v", err)
 	}
 	if err != nil {

@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/proctree"
 )
 
-// postgresDirPrefix is deps.PostgresDirPrefix: cleanup removes only
+// postgresDirPrefix is dependencies.PostgresDirPrefix: cleanup removes only
 // directories named like the ones a throwaway PostgreSQL lives in.
 const postgresDirPrefix = "drill-pg-"
 

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drillhq/drill/internal/deps"
-	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/dependencies"
+	"github.com/drillhq/drill/internal/proctree"
 )
 
 func TestPostgresDirPrefixMatchesDeps(t *testing.T) {
-	if postgresDirPrefix != deps.PostgresDirPrefix {
-		t.Fatalf("cleanup removes %s* dirs, PostgreSQL lives in %s*", postgresDirPrefix, deps.PostgresDirPrefix)
+	if postgresDirPrefix != dependencies.PostgresDirPrefix {
+		t.Fatalf("cleanup removes %s* dirs, PostgreSQL lives in %s*", postgresDirPrefix, dependencies.PostgresDirPrefix)
 	}
 }
 
@@ -42,7 +42,7 @@ func journalPostgres(t *testing.T, dir string, postmaster proctree.ID) (string, 
 // processes working in it. Cleanup continues and kills those processes,
 // removes the dir, says so, and closes the journal entry.
 func TestCleanupRemovesKilledPostgres(t *testing.T) {
-	dir, err := os.MkdirTemp("", deps.PostgresDirPrefix)
+	dir, err := os.MkdirTemp("", dependencies.PostgresDirPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +112,11 @@ func TestCleanupPostgresRefusesOtherDirs(t *testing.T) {
 	if err := os.Mkdir(precious, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	link := filepath.Join(root, deps.PostgresDirPrefix+"link")
+	link := filepath.Join(root, dependencies.PostgresDirPrefix+"link")
 	if err := os.Symlink(precious, link); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(root, deps.PostgresDirPrefix+"file")
+	file := filepath.Join(root, dependencies.PostgresDirPrefix+"file")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +126,11 @@ func TestCleanupPostgresRefusesOtherDirs(t *testing.T) {
 	}{
 		{"not named drill-pg-*", precious, false},
 		{"root", "/", false},
-		{"relative", deps.PostgresDirPrefix + "x", false},
-		{"not clean", root + "/x/../" + deps.PostgresDirPrefix + "x", false},
+		{"relative", dependencies.PostgresDirPrefix + "x", false},
+		{"not clean", root + "/x/../" + dependencies.PostgresDirPrefix + "x", false},
 		{"a symlink", link, false},
 		{"a file", file, false},
-		{"already gone", filepath.Join(root, deps.PostgresDirPrefix+"gone"), true},
+		{"already gone", filepath.Join(root, dependencies.PostgresDirPrefix+"gone"), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

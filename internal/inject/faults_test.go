@@ -11,14 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/drillhq/drill/internal/deps"
+	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/scenario"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
 // pgProxy puts a proxy named after the test in front of pg and returns its
 // listen address.
-func pgProxy(t *testing.T, tp Toxiproxy, pg *deps.Postgres) (name, addr string) {
+func pgProxy(t *testing.T, tp Toxiproxy, pg *dependencies.Postgres) (name, addr string) {
 	t.Helper()
 	name = fmt.Sprintf("pg-%d", time.Now().UnixNano())
 	info, err := tp.CreateProxy(context.Background(), name, "", pg.Addr)
@@ -36,11 +36,11 @@ func pgProxy(t *testing.T, tp Toxiproxy, pg *deps.Postgres) (name, addr string) 
 	return name, info.Listen
 }
 
-func connectVia(ctx context.Context, pg *deps.Postgres, addr string) (*pgx.Conn, error) {
+func connectVia(ctx context.Context, pg *dependencies.Postgres, addr string) (*pgx.Conn, error) {
 	return pgx.Connect(ctx, fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", pg.User, addr, pg.Database))
 }
 
-func mustConnect(t *testing.T, pg *deps.Postgres, addr string) *pgx.Conn {
+func mustConnect(t *testing.T, pg *dependencies.Postgres, addr string) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/proctree"
 )
 
 // Journal operations.

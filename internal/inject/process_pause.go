@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/proctree"
 )
 
 // tcpListen is the state of a listening socket in /proc/net/tcp{,6}.

@@ -43,7 +43,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 )
 

@@ -11,19 +11,19 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/cpuuse"
-	"github.com/drillhq/drill/internal/deps"
+	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
-	"github.com/drillhq/drill/internal/inject/proctree"
 	"github.com/drillhq/drill/internal/localenv"
 	"github.com/drillhq/drill/internal/placement"
+	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
 // environment is everything the run brought up, torn down in reverse.
 type environment struct {
-	postgres  map[string]*deps.Postgres
-	stubs     map[string]*deps.HTTPStub
+	postgres  map[string]*dependencies.Postgres
+	stubs     map[string]*dependencies.HTTPStub
 	toxiproxy inject.Toxiproxy
 	embedded  *inject.Embedded
 	services  map[string]*localenv.Service
@@ -71,8 +71,8 @@ func hostPort(addr string) (string, string) {
 // and fills r.vars for ${...} references. Errors carry exit code 3.
 func (r *run) bringUp(ctx context.Context) error {
 	env := &environment{
-		postgres: map[string]*deps.Postgres{},
-		stubs:    map[string]*deps.HTTPStub{},
+		postgres: map[string]*dependencies.Postgres{},
+		stubs:    map[string]*dependencies.HTTPStub{},
 		services: map[string]*localenv.Service{},
 	}
 	r.env = env
@@ -109,8 +109,8 @@ func (r *run) bringUp(ctx context.Context) error {
 			r.setVars("dependencies."+d.Name, pg.Addr)
 			r.vars["dependencies."+d.Name+".dsn"] = pg.DSN
 		case d.HTTPStub != nil:
-			var stub *deps.HTTPStub
-			cpuuse.Do(ctx, cpuuse.PartStub, func(ctx context.Context) { stub, err = deps.StartHTTPStub(ctx, *d.HTTPStub) })
+			var stub *dependencies.HTTPStub
+			cpuuse.Do(ctx, cpuuse.PartStub, func(ctx context.Context) { stub, err = dependencies.StartHTTPStub(ctx, *d.HTTPStub) })
 			if err != nil {
 				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
 			}
@@ -144,12 +144,12 @@ func (r *run) bringUp(ctx context.Context) error {
 // postmaster as they come into being, so that `drill cleanup` can remove
 // the cluster if drill is killed (SIGKILL) before it stops it. A start that
 // failed removed everything; its entry is closed then.
-func (r *run) startPostgres(ctx context.Context, name string, spec scenario.PostgresDep, group *placement.Group) (*deps.Postgres, error) {
+func (r *run) startPostgres(ctx context.Context, name string, spec scenario.PostgresDep, group *placement.Group) (*dependencies.Postgres, error) {
 	var dir string
-	pg, err := deps.StartPostgres(ctx, spec, r.log.With("dependency", name), deps.WithFootprint(func(fp deps.PostgresFootprint) error {
+	pg, err := dependencies.StartPostgres(ctx, spec, r.log.With("dependency", name), dependencies.WithFootprint(func(fp dependencies.PostgresFootprint) error {
 		dir = fp.Dir
 		return r.journal.Record(inject.PostgresEntry(inject.OpApply, name, fp.Dir, fp.Postmaster))
-	}), deps.InGroup(group))
+	}), dependencies.InGroup(group))
 	if err != nil && dir != "" {
 		if _, statErr := os.Stat(dir); os.IsNotExist(statErr) {
 			if jerr := r.journalPostgresGone(name, dir); jerr != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drillhq/drill/internal/deps"
+	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -16,22 +16,22 @@ import (
 // database "drill", DSN in the result) and closes it in t.Cleanup. It skips
 // the test, saying why, only when the binaries are missing; any other failure
 // fails the test.
-func Postgres(tb testing.TB) *deps.Postgres {
+func Postgres(tb testing.TB) *dependencies.Postgres {
 	tb.Helper()
 	return PostgresWith(tb, scenario.PostgresDep{Mode: scenario.PostgresBinaries})
 }
 
 // PostgresWith is [Postgres] with a spec (e.g. InitSQL, MaxConnections).
 // An empty Mode means binaries.
-func PostgresWith(tb testing.TB, spec scenario.PostgresDep) *deps.Postgres {
+func PostgresWith(tb testing.TB, spec scenario.PostgresDep) *dependencies.Postgres {
 	tb.Helper()
 	if spec.Mode == "" {
 		spec.Mode = scenario.PostgresBinaries
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	pg, err := deps.StartPostgres(ctx, spec, nil)
-	if errors.Is(err, deps.ErrNoPostgres) {
+	pg, err := dependencies.StartPostgres(ctx, spec, nil)
+	if errors.Is(err, dependencies.ErrNoPostgres) {
 		tb.Skipf("no PostgreSQL binaries: %v", err)
 	}
 	if err != nil {
@@ -48,9 +48,9 @@ func PostgresWith(tb testing.TB, spec scenario.PostgresDep) *deps.Postgres {
 }
 
 // HTTPStub starts a stub HTTP service and closes it in t.Cleanup.
-func HTTPStub(tb testing.TB, spec scenario.HTTPStubDep) *deps.HTTPStub {
+func HTTPStub(tb testing.TB, spec scenario.HTTPStubDep) *dependencies.HTTPStub {
 	tb.Helper()
-	s, err := deps.StartHTTPStub(context.Background(), spec)
+	s, err := dependencies.StartHTTPStub(context.Background(), spec)
 	if err != nil {
 		tb.Fatalf("start http stub: %v", err)
 	}

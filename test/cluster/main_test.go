@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/drillhq/drill/internal/deps"
+	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -61,7 +61,7 @@ type clusterEnv struct {
 	cp    *proc // test/controlplane CLI (`controlplane up`)
 	agent *proc // drill agent
 	tp    *proc // toxiproxy-server
-	pg    *deps.Postgres
+	pg    *dependencies.Postgres
 
 	kubeconfig  string
 	cs          kubernetes.Interface
@@ -153,8 +153,8 @@ func setup() (e *clusterEnv, skip string, err error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	e.pg, err = deps.StartPostgres(ctx, scenario.PostgresDep{Mode: scenario.PostgresBinaries}, nil)
-	if errors.Is(err, deps.ErrNoPostgres) {
+	e.pg, err = dependencies.StartPostgres(ctx, scenario.PostgresDep{Mode: scenario.PostgresBinaries}, nil)
+	if errors.Is(err, dependencies.ErrNoPostgres) {
 		return e, fmt.Sprintf("no PostgreSQL binaries: %v", err), nil
 	}
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drillhq/drill/internal/deps"
+	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
@@ -26,7 +26,7 @@ func knownBug(t *testing.T, what string) {
 
 // remoteCase builds drill, starts PostgreSQL and toxiproxy-server and
 // makes a case whose run is cleaned up at the end of the test.
-func remoteCase(t *testing.T) (drill string, pg *deps.Postgres, tp *toxiproxyServer, c *caseEnv) {
+func remoteCase(t *testing.T) (drill string, pg *dependencies.Postgres, tp *toxiproxyServer, c *caseEnv) {
 	t.Helper()
 	drill, tpBin := binaries(t)
 	pg = testutil.Postgres(t)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drillhq/drill/internal/refsvc"
+	"github.com/drillhq/drill/internal/services"
 )
 
 // LaneConfig sizes one bulkhead and its database pool.
@@ -33,7 +33,7 @@ var (
 const (
 	DefaultTaxTimeout   = 10 * time.Second // MC-ST-01 socket timeout
 	DefaultDBTimeout    = time.Second
-	DefaultReadyTimeout = refsvc.DefaultReadyTimeout
+	DefaultReadyTimeout = services.DefaultReadyTimeout
 	DefaultRetryAfter   = 5 * time.Second // MC-FM-01, INV-BH-04
 	DefaultRecoveryHold = 10 * time.Second
 	DefaultMaxRetries   = 3 // ADV-IR-01, INV-BH-04
@@ -44,7 +44,7 @@ const (
 // Workers, Queue and Pool are all 0.
 type Config struct {
 	// Build is correct (BULKHEAD-PAY-001) or naive (INC-4491); default correct.
-	Build refsvc.Build
+	Build services.Build
 	// DatabaseURL is the PostgreSQL DSN; required.
 	DatabaseURL string
 	// TaxAPIURL is the URL POSTed to for a tax rate; empty means the tax
@@ -79,7 +79,7 @@ type Config struct {
 // SetDefaults fills zero fields with their defaults.
 func (c *Config) SetDefaults() {
 	if c.Build == "" {
-		c.Build = refsvc.BuildCorrect
+		c.Build = services.BuildCorrect
 	}
 	if c.TaxTimeout == 0 {
 		c.TaxTimeout = DefaultTaxTimeout
@@ -117,7 +117,7 @@ func (c *Config) SetDefaults() {
 
 // Validate reports every invalid field, by its flag name.
 func (c Config) Validate() error {
-	errs := refsvc.ValidateBase(c.Build, c.DatabaseURL)
+	errs := services.ValidateBase(c.Build, c.DatabaseURL)
 	for _, d := range []struct {
 		flag string
 		v    time.Duration

@@ -1,4 +1,4 @@
-package deps
+package dependencies
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
 	"github.com/drillhq/drill/internal/placement"
+	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 )
 

@@ -1,15 +1,13 @@
-package assert
+package scenario
 
 import (
 	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/drillhq/drill/internal/scenario"
 )
 
-// Override applies one "<assertion>.<field>=<value>" setting (the
+// OverrideAssertion applies one "<assertion>.<field>=<value>" setting (the
 // `drill report --set` syntax) to the assertion of that name in as, in
 // place. field is the assertion's YAML key (maxLatency, maxRate, max,
 // minReady, percentile, minRatio, retryAfter, hold, within, value, op,
@@ -19,8 +17,8 @@ import (
 // setting is malformed, the assertion is unknown, the field is unknown
 // (with the nearest key, as scenario files get) or not settable (name,
 // type), or the value does not parse. Range and applicability checks are
-// the caller's: [scenario.Scenario.Validate] on the changed scenario.
-func Override(as []scenario.Assertion, setting string) error {
+// the caller's: [Scenario.Validate] on the changed scenario.
+func OverrideAssertion(as []Assertion, setting string) error {
 	key, value, ok := strings.Cut(setting, "=")
 	if !ok {
 		return fmt.Errorf("parse setting %q: want <assertion>.<field>=<value>", setting)
@@ -33,13 +31,13 @@ func Override(as []scenario.Assertion, setting string) error {
 	if field == "name" || field == "type" {
 		return fmt.Errorf("set %s: the assertion's %s cannot be changed", key, field)
 	}
-	if msg, unknown := scenario.UnknownKey(scenario.Assertion{}, field); unknown {
+	if msg, unknown := UnknownKey(Assertion{}, field); unknown {
 		return fmt.Errorf("set %s: %s", key, msg)
 	}
 	var names []string
 	for j := range as {
-		if Name(as[j]) != name {
-			names = append(names, Name(as[j]))
+		if as[j].ResolvedName() != name {
+			names = append(names, as[j].ResolvedName())
 			continue
 		}
 		a, err := withField(as[j], field, value)
@@ -54,7 +52,7 @@ func Override(as []scenario.Assertion, setting string) error {
 
 // withField returns a fresh copy of a (sharing no pointers with it) with
 // the YAML key field set to value, decoded strictly.
-func withField(a scenario.Assertion, field, value string) (scenario.Assertion, error) {
+func withField(a Assertion, field, value string) (Assertion, error) {
 	b, err := yaml.Marshal(a)
 	if err != nil {
 		return a, fmt.Errorf("encode assertion: %w", err)
@@ -86,11 +84,24 @@ func withField(a scenario.Assertion, field, value string) (scenario.Assertion, e
 	if err != nil {
 		return a, fmt.Errorf("encode assertion: %w", err)
 	}
-	var fresh scenario.Assertion
+	var fresh Assertion
 	dec := yaml.NewDecoder(strings.NewReader(string(out)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fresh); err != nil {
 		return a, err
 	}
 	return fresh, nil
+}
+
+// ResolvedName returns a's name, or "<type>-<window>" when it has none
+// (the scenario default; the window defaults to [DefaultWindow]).
+func (a Assertion) ResolvedName() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	w := a.Window
+	if w == "" {
+		w = DefaultWindow
+	}
+	return string(a.Type) + "-" + w
 }

@@ -80,7 +80,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/drillhq/drill/internal/refsvc"
+	"github.com/drillhq/drill/internal/services"
 )
 
 // Name is the reference service's name for `drill serve`.
@@ -122,9 +122,9 @@ type Service struct {
 
 	pool   atomic.Pointer[pgxpool.Pool]
 	batch  *batcher // nil when MaxBatch is 1
-	probe  *refsvc.ProbeConn
-	wd     *refsvc.Watchdog
-	health *refsvc.Health
+	probe  *services.ProbeConn
+	wd     *services.Watchdog
+	health *services.Health
 	mux    *http.ServeMux
 	wg     sync.WaitGroup
 
@@ -152,7 +152,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	probe, err := refsvc.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
+	probe, err := services.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("configure %s: --database-url: %w", Name, err)
 	}
@@ -161,7 +161,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 		logger: logger,
 		base:   time.Now(),
 		probe:  probe,
-		wd:     refsvc.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
+		wd:     services.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
 		reg:    prometheus.NewRegistry(),
 	}
 	s.lastOK.Store(-1)
@@ -176,9 +176,9 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 			s.batched.Add(float64(n))
 		})
 	}
-	s.health = refsvc.NewHealth(logger, s.wd, s.poolGate,
-		refsvc.Check{Name: "database", Run: s.probe.Check},
-		refsvc.Check{Name: "work_queue", Run: s.pressureCheck},
+	s.health = services.NewHealth(logger, s.wd, s.poolGate,
+		services.Check{Name: "database", Run: s.probe.Check},
+		services.Check{Name: "work_queue", Run: s.pressureCheck},
 	)
 	s.registerMetrics()
 	s.mux = s.routes()
@@ -189,15 +189,15 @@ func (s *Service) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", s.serveOrder)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	if s.cfg.Build == refsvc.BuildNaive {
-		for _, p := range []string{refsvc.PathLegacy, refsvc.PathStartup, refsvc.PathLive, refsvc.PathReady} {
+	if s.cfg.Build == services.BuildNaive {
+		for _, p := range []string{services.PathLegacy, services.PathStartup, services.PathLive, services.PathReady} {
 			mux.HandleFunc("GET "+p, s.serveDeepHealth)
 		}
 	} else {
 		s.health.RegisterWithLegacy(mux)
 	}
 	if s.cfg.DebugEndpoints {
-		refsvc.RegisterDebug(mux, s.logger, s.wd)
+		services.RegisterDebug(mux, s.logger, s.wd)
 	}
 	return mux
 }
@@ -246,7 +246,7 @@ func (s *Service) Handler() http.Handler { return s.mux }
 
 // Health returns the correct build's health state (used by tests and the
 // serve loop).
-func (s *Service) Health() *refsvc.Health { return s.health }
+func (s *Service) Health() *services.Health { return s.health }
 
 // Start launches the watchdog and the start-up sequence (open the request
 // pool with retries, create the table, wait Warmup, then pass readiness
@@ -277,7 +277,7 @@ func (s *Service) Close() {
 }
 
 func (s *Service) startUp(ctx context.Context) {
-	opened := refsvc.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
+	opened := services.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
 		pool, err := s.openPool(ctx)
 		if err != nil {
 			return err
@@ -289,11 +289,11 @@ func (s *Service) startUp(ctx context.Context) {
 	if !opened {
 		return
 	}
-	if s.cfg.Warmup > 0 && !refsvc.Sleep(ctx, s.cfg.Warmup) {
+	if s.cfg.Warmup > 0 && !services.Sleep(ctx, s.cfg.Warmup) {
 		return
 	}
 	s.warm.Store(true)
-	if s.cfg.Build == refsvc.BuildNaive {
+	if s.cfg.Build == services.BuildNaive {
 		return
 	}
 	s.health.WaitStarted(ctx)
@@ -302,13 +302,13 @@ func (s *Service) startUp(ctx context.Context) {
 func (s *Service) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	pool, err := refsvc.OpenPool(ctx, s.cfg.DatabaseURL, refsvc.PoolOptions{
+	pool, err := services.OpenPool(ctx, s.cfg.DatabaseURL, services.PoolOptions{
 		MaxConns: s.cfg.PoolSize, WarmConns: s.cfg.PoolSize, ConnectTimeout: 2 * time.Second, Name: Name,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := refsvc.EnsureSchema(ctx, pool, schemaLockKey, schemaDDL...); err != nil {
+	if err := services.EnsureSchema(ctx, pool, schemaLockKey, schemaDDL...); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -361,15 +361,15 @@ func (s *Service) pressureCheck(context.Context) error {
 func (s *Service) serveDeepHealth(w http.ResponseWriter, r *http.Request) {
 	pool := s.pool.Load()
 	if pool == nil {
-		refsvc.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": "request pool not open yet"})
+		services.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": "request pool not open yet"})
 		return
 	}
 	var one int
 	if err := pool.QueryRow(r.Context(), "SELECT 1").Scan(&one); err != nil {
-		refsvc.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
+		services.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
 		return
 	}
-	refsvc.WriteJSON(w, http.StatusOK, map[string]string{"status": "up"})
+	services.WriteJSON(w, http.StatusOK, map[string]string{"status": "up"})
 }
 
 type orderResponse struct {
@@ -382,7 +382,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Add(-1)
 	if s.cfg.MaxInFlight > 0 && n > int64(s.cfg.MaxInFlight) {
 		s.shed.Inc()
-		refsvc.WriteProblem(w, refsvc.Problem{
+		services.WriteProblem(w, services.Problem{
 			Status: http.StatusServiceUnavailable, Title: "Order gateway overloaded", Code: CodeOverloaded,
 			Detail: fmt.Sprintf("in-flight limit of %d orders reached", s.cfg.MaxInFlight),
 		}, retryAfterOverload)
@@ -390,7 +390,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	pool := s.pool.Load()
 	if pool == nil {
-		refsvc.WriteProblem(w, refsvc.Problem{
+		services.WriteProblem(w, services.Problem{
 			Status: http.StatusServiceUnavailable, Title: "Order gateway starting", Code: CodeNotStarted,
 			Detail: "the database pool is not open yet",
 		}, retryAfterOverload)
@@ -399,12 +399,12 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
 	if err != nil {
 		s.invalid.Inc()
-		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusBadRequest, Title: "Unreadable order", Code: CodeInvalid, Detail: err.Error()}, 0)
+		services.WriteProblem(w, services.Problem{Status: http.StatusBadRequest, Title: "Unreadable order", Code: CodeInvalid, Detail: err.Error()}, 0)
 		return
 	}
 	if int64(len(body)) > s.cfg.MaxBodyBytes {
 		s.invalid.Inc()
-		refsvc.WriteProblem(w, refsvc.Problem{
+		services.WriteProblem(w, services.Problem{
 			Status: http.StatusRequestEntityTooLarge, Title: "Order too large", Code: CodeTooLarge,
 			Detail: fmt.Sprintf("order body exceeds %d bytes", s.cfg.MaxBodyBytes),
 		}, 0)
@@ -413,7 +413,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	id, err := orderID(body)
 	if err != nil {
 		s.invalid.Inc()
-		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusBadRequest, Title: "Invalid order", Code: CodeInvalid, Detail: err.Error()}, 0)
+		services.WriteProblem(w, services.Problem{Status: http.StatusBadRequest, Title: "Invalid order", Code: CodeInvalid, Detail: err.Error()}, 0)
 		return
 	}
 
@@ -438,7 +438,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 		}
 		if timedOut {
 			s.timeouts.Inc()
-			refsvc.WriteProblem(w, refsvc.Problem{
+			services.WriteProblem(w, services.Problem{
 				Status: http.StatusServiceUnavailable, Title: "Database too slow", Code: CodeDBTimeout,
 				Detail: fmt.Sprintf("the order was not written within %s", s.cfg.DBTimeout),
 			}, retryAfterOverload)
@@ -446,13 +446,13 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 		}
 		s.dbErrors.Inc()
 		s.logger.Debug("write order", "err", err)
-		refsvc.WriteProblem(w, refsvc.Problem{
+		services.WriteProblem(w, services.Problem{
 			Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
 		}, retryAfterOverload)
 		return
 	}
 	s.created.Inc()
-	refsvc.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: "accepted"})
+	services.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: "accepted"})
 }
 
 // orderID extracts the order's "id" (a non-empty string or a number).

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drillhq/drill/internal/refsvc"
+	"github.com/drillhq/drill/internal/services"
 )
 
 // PressureMode says how work-queue pressure enters readiness
@@ -32,7 +32,7 @@ const (
 	DefaultPoolSize          = 8
 	DefaultMaxInFlight       = 1024
 	DefaultDBTimeout         = time.Second
-	DefaultReadyTimeout      = refsvc.DefaultReadyTimeout
+	DefaultReadyTimeout      = services.DefaultReadyTimeout
 	DefaultPressureThreshold = 0.9
 	DefaultPressureWindow    = time.Second
 	DefaultMaxBodyBytes      = 64 << 10
@@ -51,7 +51,7 @@ const (
 // on each field ([Config.SetDefaults]).
 type Config struct {
 	// Build is correct (HEALTH-ORD-001) or naive (INC-3119); default correct.
-	Build refsvc.Build
+	Build services.Build
 	// DatabaseURL is the PostgreSQL DSN (URL or key=value); required.
 	DatabaseURL string
 	// PoolSize is the request pool's maximum connections, all opened at
@@ -106,12 +106,12 @@ type Config struct {
 // SetDefaults fills zero fields with their defaults.
 func (c *Config) SetDefaults() {
 	if c.Build == "" {
-		c.Build = refsvc.BuildCorrect
+		c.Build = services.BuildCorrect
 	}
 	if c.PoolSize == 0 {
 		c.PoolSize = DefaultPoolSize
 	}
-	naive := c.Build == refsvc.BuildNaive
+	naive := c.Build == services.BuildNaive
 	switch {
 	case c.MaxInFlight < 0 || (c.MaxInFlight == 0 && naive):
 		c.MaxInFlight = Unlimited
@@ -146,7 +146,7 @@ func (c *Config) SetDefaults() {
 
 // Validate reports every invalid field, by its flag name.
 func (c Config) Validate() error {
-	errs := refsvc.ValidateBase(c.Build, c.DatabaseURL)
+	errs := services.ValidateBase(c.Build, c.DatabaseURL)
 	if c.PoolSize < 1 {
 		errs = append(errs, fmt.Errorf("--pool-size: must be >= 1, got %d", c.PoolSize))
 	}

@@ -79,7 +79,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/drillhq/drill/internal/refsvc"
+	"github.com/drillhq/drill/internal/services"
 )
 
 // Name is the reference service's name for `drill serve`.
@@ -168,9 +168,9 @@ type Service struct {
 	distinct []*Bulkhead
 	pools    atomic.Pointer[poolSet]
 
-	probe  *refsvc.ProbeConn
-	wd     *refsvc.Watchdog
-	health *refsvc.Health
+	probe  *services.ProbeConn
+	wd     *services.Watchdog
+	health *services.Health
 	mux    *http.ServeMux
 	wg     sync.WaitGroup
 
@@ -196,7 +196,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure %s: %w", Name, err)
 	}
-	probe, err := refsvc.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
+	probe, err := services.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("configure %s: --database-url: %w", Name, err)
 	}
@@ -205,12 +205,12 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 		logger: logger,
 		rates:  rates,
 		probe:  probe,
-		wd:     refsvc.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
+		wd:     services.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
 		reg:    prometheus.NewRegistry(),
 	}
 	if cfg.TaxAPIURL != "" {
 		maxConns := cfg.Tax.Workers
-		if cfg.Build == refsvc.BuildNaive {
+		if cfg.Build == services.BuildNaive {
 			maxConns = cfg.Shared.Workers
 		}
 		s.tax = NewTaxAPI(cfg.TaxAPIURL, cfg.TaxTimeout, maxConns)
@@ -218,7 +218,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	onTransition := func(name string, from, to State) {
 		logger.Info("bulkhead state", "bulkhead", name, "from", from.String(), "to", to.String())
 	}
-	if cfg.Build == refsvc.BuildNaive {
+	if cfg.Build == services.BuildNaive {
 		shared, err := NewBulkhead(BulkheadConfig{
 			Name: "shared", Workers: cfg.Shared.Workers, Queue: cfg.Shared.Queue, QueueTimeout: cfg.Shared.QueueTimeout,
 			RecoveryHold: cfg.RecoveryHold, Tags: numLanes, OnTransition: onTransition,
@@ -241,13 +241,13 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 			s.distinct = append(s.distinct, b)
 		}
 	}
-	s.health = refsvc.NewHealth(logger, s.wd, s.poolGate, refsvc.Check{Name: "database", Run: s.probe.Check})
+	s.health = services.NewHealth(logger, s.wd, s.poolGate, services.Check{Name: "database", Run: s.probe.Check})
 	s.registerMetrics()
 	s.mux = s.routes()
 	return s, nil
 }
 
-func (s *Service) naive() bool { return s.cfg.Build == refsvc.BuildNaive }
+func (s *Service) naive() bool { return s.cfg.Build == services.BuildNaive }
 
 func (s *Service) routes() *http.ServeMux {
 	mux := http.NewServeMux()
@@ -257,7 +257,7 @@ func (s *Service) routes() *http.ServeMux {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	s.health.RegisterWithLegacy(mux)
 	if s.cfg.DebugEndpoints {
-		refsvc.RegisterDebug(mux, s.logger, s.wd)
+		services.RegisterDebug(mux, s.logger, s.wd)
 	}
 	return mux
 }
@@ -266,7 +266,7 @@ func (s *Service) routes() *http.ServeMux {
 func (s *Service) Handler() http.Handler { return s.mux }
 
 // Health returns the service's health state.
-func (s *Service) Health() *refsvc.Health { return s.health }
+func (s *Service) Health() *services.Health { return s.health }
 
 // Bulkhead returns lane's bulkhead (the shared one in the naive build).
 func (s *Service) Bulkhead(lane int) *Bulkhead { return s.bh[lane] }
@@ -317,7 +317,7 @@ func (s *Service) Close() {
 }
 
 func (s *Service) startUp(ctx context.Context) {
-	opened := refsvc.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
+	opened := services.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
 		ps, err := s.openPools(ctx)
 		if err != nil {
 			return err
@@ -343,7 +343,7 @@ func (s *Service) openPools(ctx context.Context) (_ *poolSet, err error) {
 		}
 	}()
 	open := func(name string, size int32) (*pgxpool.Pool, error) {
-		p, err := refsvc.OpenPool(ctx, s.cfg.DatabaseURL, refsvc.PoolOptions{
+		p, err := services.OpenPool(ctx, s.cfg.DatabaseURL, services.PoolOptions{
 			MaxConns: size, WarmConns: min(size, warmConns), ConnectTimeout: 2 * time.Second, Name: Name + "/" + name,
 		})
 		if err != nil {
@@ -367,7 +367,7 @@ func (s *Service) openPools(ctx context.Context) (_ *poolSet, err error) {
 			ps.byLane[i] = p
 		}
 	}
-	if err := refsvc.EnsureSchema(ctx, ps.all[0], schemaLockKey, schemaDDL...); err != nil {
+	if err := services.EnsureSchema(ctx, ps.all[0], schemaLockKey, schemaDDL...); err != nil {
 		return nil, err
 	}
 	return ps, nil
@@ -446,7 +446,7 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request, needCard bool) 
 		err = errors.New("amountCents must be >= 0")
 	}
 	if err != nil {
-		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusBadRequest, Title: "Invalid request", Code: CodeInvalid, Detail: err.Error()}, 0)
+		services.WriteProblem(w, services.Problem{Status: http.StatusBadRequest, Title: "Invalid request", Code: CodeInvalid, Detail: err.Error()}, 0)
 		return req, false
 	}
 	return req, true
@@ -467,7 +467,7 @@ func (s *Service) retryStorm(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.retryBlocked.Inc()
-	refsvc.WriteProblem(w, refsvc.Problem{
+	services.WriteProblem(w, services.Problem{
 		Status: http.StatusTooManyRequests, Title: "Retry limit exceeded", Code: CodeRetryStorm,
 		Detail: fmt.Sprintf("retry attempt %d exceeds the limit of %d; back off", n, s.cfg.MaxRetries),
 	}, s.cfg.RetryAfter)
@@ -482,7 +482,7 @@ func (s *Service) rejectSaturated(w http.ResponseWriter, lane int, extra map[str
 		_, _ = io.WriteString(w, "server busy\n")
 		return
 	}
-	p := refsvc.Problem{
+	p := services.Problem{
 		Type:   "urn:drill:problem:bulkhead-saturated",
 		Status: http.StatusServiceUnavailable,
 		Extra:  extra,
@@ -500,7 +500,7 @@ func (s *Service) rejectSaturated(w http.ResponseWriter, lane int, extra map[str
 	}
 	p.Extra["lane"] = LaneNames[lane]
 	p.Detail = fmt.Sprintf("every %s worker is busy; retry after %s", LaneNames[lane], s.cfg.RetryAfter)
-	refsvc.WriteProblem(w, p, s.cfg.RetryAfter)
+	services.WriteProblem(w, p, s.cfg.RetryAfter)
 }
 
 // dbFailure answers a failed database step.
@@ -508,17 +508,17 @@ func (s *Service) dbFailure(w http.ResponseWriter, r *http.Request, lane int, er
 	if r.Context().Err() != nil {
 		return // client gone
 	}
-	p := refsvc.Problem{Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
+	p := services.Problem{Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
 		Extra: map[string]any{"lane": LaneNames[lane]}}
 	if timedOut {
 		p.Title, p.Code = "Database too slow", CodeDBTimeout
 		p.Detail = fmt.Sprintf("database work did not finish within %s", s.cfg.DBTimeout)
 	}
-	refsvc.WriteProblem(w, p, s.cfg.RetryAfter)
+	services.WriteProblem(w, p, s.cfg.RetryAfter)
 }
 
 func (s *Service) notStarted(w http.ResponseWriter) {
-	refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusServiceUnavailable, Title: "Payment core starting", Code: CodeNotStarted,
+	services.WriteProblem(w, services.Problem{Status: http.StatusServiceUnavailable, Title: "Payment core starting", Code: CodeNotStarted,
 		Detail: "the database pools are not open yet"}, s.cfg.RetryAfter)
 }
 
@@ -573,7 +573,7 @@ func (s *Service) serveAuth(w http.ResponseWriter, r *http.Request) {
 	if !s.queryOne(w, r, ps, LaneAuth, &id, insertAuth, req.card(), req.amount()) {
 		return
 	}
-	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"authorizationId": id, "status": "approved"})
+	services.WriteJSON(w, http.StatusOK, map[string]any{"authorizationId": id, "status": "approved"})
 }
 
 func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
@@ -595,7 +595,7 @@ func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
 	if score >= 50 {
 		decision = "review"
 	}
-	refsvc.WriteJSON(w, http.StatusOK, map[string]any{"score": score, "decision": decision, "recentAuthorizations": recent})
+	services.WriteJSON(w, http.StatusOK, map[string]any{"score": score, "decision": decision, "recentAuthorizations": recent})
 }
 
 func (s *Service) cachedQuote(req payRequest, reason string) TaxQuote {
@@ -612,7 +612,7 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, known := s.rates.Rate(req.Jurisdiction); !known {
-		refsvc.WriteProblem(w, refsvc.Problem{Status: http.StatusUnprocessableEntity, Title: "Unknown jurisdiction", Code: CodeUnknownJur,
+		services.WriteProblem(w, services.Problem{Status: http.StatusUnprocessableEntity, Title: "Unknown jurisdiction", Code: CodeUnknownJur,
 			Detail: fmt.Sprintf("no tax rate for jurisdiction %q", req.Jurisdiction)}, 0)
 		return
 	}
@@ -641,7 +641,7 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 		s.auditFailures.Inc()
 		s.logger.Debug("record tax quote", "err", err)
 	}
-	refsvc.WriteJSON(w, http.StatusOK, q)
+	services.WriteJSON(w, http.StatusOK, q)
 }
 
 // quote asks the tax API and falls back to the cached table.
@@ -706,7 +706,7 @@ func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool
 		s.dbFailure(w, r, LaneTax, err, false)
 		return
 	}
-	refsvc.WriteJSON(w, http.StatusOK, q)
+	services.WriteJSON(w, http.StatusOK, q)
 }
 
 // --- metrics ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-package deps
+package dependencies
 
 import (
 	"context"

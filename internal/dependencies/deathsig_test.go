@@ -1,4 +1,4 @@
-package deps
+package dependencies
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 	"github.com/drillhq/drill/internal/testutil/testproc"
 )

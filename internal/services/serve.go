@@ -1,4 +1,4 @@
-package refsvc
+package services
 
 import (
 	"context"

@@ -1,11 +1,11 @@
-// Package deps starts the local dependencies a drill needs and stops them
+// Package dependencies starts the local dependencies a drill needs and stops them
 // without leaving anything behind: a throwaway PostgreSQL cluster (from the
 // machine's own binaries, or a container where a Docker engine answers) and a
 // stub HTTP service (the "tax API" of BULKHEAD-PAY-001).
 //
 // Everything a dependency starts is owned by the value returned and ends with
 // its Close: processes are reaped, temp dirs removed, containers terminated.
-package deps
+package dependencies
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
 	"github.com/drillhq/drill/internal/placement"
+	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 )
 

@@ -1,4 +1,4 @@
-package deps
+package dependencies
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/drillhq/drill/internal/inject/proctree"
+	"github.com/drillhq/drill/internal/docker"
+	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -181,8 +182,8 @@ func TestFindBinariesFallsBackToDebianDirs(t *testing.T) {
 func TestPostgresContainer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	present, err := ImagePresent(ctx, DefaultPostgresImage)
-	if errors.Is(err, ErrNoDocker) {
+	present, err := docker.ImagePresent(ctx, DefaultPostgresImage)
+	if errors.Is(err, docker.ErrNoDocker) {
 		t.Skipf("no Docker engine here, container mode untested: %v", err)
 	}
 	if err != nil {
@@ -190,8 +191,8 @@ func TestPostgresContainer(t *testing.T) {
 	}
 	if !present {
 		_, err := StartPostgres(ctx, scenario.PostgresDep{Mode: scenario.PostgresContainer}, nil)
-		if !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), DefaultPostgresImage) {
-			t.Fatalf("want ErrImageMissing naming the image, got %v", err)
+		if !errors.Is(err, docker.ErrImageMissing) || !strings.Contains(err.Error(), DefaultPostgresImage) {
+			t.Fatalf("want docker.ErrImageMissing naming the image, got %v", err)
 		}
 		t.Skipf("Docker answers but image %s is not present locally (no registry); checked the error only: %v",
 			DefaultPostgresImage, err)
