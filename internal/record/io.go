@@ -374,3 +374,33 @@ func ScenarioDigest(s *scenario.Scenario) (string, error) {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
+
+// ErrUnfinished means a report directory holds a run's per-second journal
+// ([JournalFile]) but no run.json: the run was killed before it wrote its
+// reports. `drill report DIR` writes them (an ABORTED report).
+var ErrUnfinished = errors.New("run never finished writing its reports")
+
+// LoadPath reads the run record at path: a run.json file, or a report
+// directory holding one. A directory with only a per-second journal is
+// refused with [ErrUnfinished] and the command that writes its reports;
+// other errors are those of [Load] and of reading path.
+func LoadPath(path string) (string, *Run, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return path, nil, fmt.Errorf("read run %s: %w", path, err)
+	}
+	if st.IsDir() {
+		dir := path
+		path = filepath.Join(dir, "run.json")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			if _, jerr := os.Stat(filepath.Join(dir, JournalFile)); jerr == nil {
+				return path, nil, fmt.Errorf("read run %s: %w (it holds only %s); write them first with: drill report %s", dir, ErrUnfinished, JournalFile, dir)
+			}
+		}
+	}
+	run, err := Load(path)
+	if err != nil {
+		return path, nil, err
+	}
+	return path, run, nil
+}
