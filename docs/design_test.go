@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,21 +106,9 @@ func TestPackageMap(t *testing.T) {
 		t.Fatal("DESIGN.md §2 has no package map (rows like | `internal/app` | job |)")
 	}
 
-	cmd := exec.Command(testproc.GoTool(), "list", "-f", "{{.ImportPath}}", "./...")
-	cmd.Dir = repoRoot(t)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list ./...: %v\n%s", err, stderr.Bytes())
-	}
 	listed := map[string]bool{}
-	for _, p := range strings.Fields(string(out)) {
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
-		if rel == "" {
-			rel = "."
-		}
-		listed[rel] = true
+	for p := range goList(t) {
+		listed[p] = true
 	}
 	var missing, extra []string
 	for p := range listed {
@@ -139,6 +128,96 @@ func TestPackageMap(t *testing.T) {
 	}
 	if len(extra) > 0 {
 		t.Errorf("docs/DESIGN.md §2 lists packages that `go list ./...` does not (renamed or removed?):\n  %s", strings.Join(extra, "\n  "))
+	}
+}
+
+// goList runs `go list ./...` in the module and returns each package, by
+// its path relative to the module ("internal/app"), with the drill packages
+// its non-test files import (same form).
+func goList(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command(testproc.GoTool(), "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	cmd.Dir = repoRoot(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v\n%s", err, stderr.Bytes())
+	}
+	rel := func(p string) (string, bool) {
+		if p == module {
+			return ".", true
+		}
+		r, ok := strings.CutPrefix(p, module+"/")
+		return r, ok
+	}
+	pkgs := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		p, _ := rel(f[0])
+		var imports []string
+		for _, imp := range f[1:] {
+			if r, ok := rel(imp); ok {
+				imports = append(imports, r)
+			}
+		}
+		pkgs[p] = imports
+	}
+	return pkgs
+}
+
+// layerRowRE matches a row of the layer table: "| 3 | what | `a`, `b` |".
+var layerRowRE = regexp.MustCompile(`^\|\s*(\d+)\s*\|[^|]*\|(.*)\|\s*$`)
+
+// TestLayers: every package is in exactly one layer of DESIGN.md §2.1, and
+// no package imports (outside its tests) a package of a higher layer.
+func TestLayers(t *testing.T) {
+	_, body := sections(t, "2.1")
+	layer := map[string]int{}
+	for _, line := range body {
+		m := layerRowRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(m[2], -1) {
+			if _, dup := layer[p[1]]; dup {
+				t.Errorf("docs/DESIGN.md §2.1 puts %s in two layers", p[1])
+			}
+			layer[p[1]] = n
+		}
+	}
+	if len(layer) == 0 {
+		t.Fatal("docs/DESIGN.md §2.1 has no layer table (rows like | 3 | what | `internal/inject`, ... |)")
+	}
+	pkgs := goList(t)
+	var names []string
+	for p := range pkgs {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		lp, ok := layer[p]
+		if !ok {
+			t.Errorf("%s is in no layer of docs/DESIGN.md §2.1: add it to the layer whose packages it may import", p)
+			continue
+		}
+		for _, imp := range pkgs[p] {
+			if li, ok := layer[imp]; ok && li > lp {
+				t.Errorf("%s (layer %d) imports %s (layer %d): an import back up the layers of docs/DESIGN.md §2.1", p, lp, imp, li)
+			}
+		}
+	}
+	for p := range layer {
+		if _, ok := pkgs[p]; !ok {
+			t.Errorf("docs/DESIGN.md §2.1 lists %s, which `go list ./...` does not", p)
+		}
 	}
 }
 
