@@ -3,12 +3,17 @@ package toxiproxyapi
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 // fakeAPI serves the parts of Toxiproxy's API the client uses.
@@ -78,5 +83,44 @@ func TestClient(t *testing.T) {
 	}
 	if ps, _ := c.Proxies(); len(ps) != 2 {
 		t.Fatalf("after delete: %v", ps)
+	}
+}
+
+// TestAgainstToxiproxy runs the client against Toxiproxy's own API
+// handler (the library drill embeds), so the shapes it decodes are the
+// real ones.
+func TestAgainstToxiproxy(t *testing.T) {
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	api := httptest.NewServer(srv.Routes())
+	defer api.Close()
+	c := &Client{URL: api.URL}
+
+	upstream, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upstream.Close()
+	p, err := c.CreateProxy("pg", "127.0.0.1:0", upstream.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Enabled || p.Listen == "127.0.0.1:0" || !strings.HasPrefix(p.Listen, "127.0.0.1:") {
+		t.Fatalf("created %+v; want enabled, on the port Toxiproxy chose", p)
+	}
+	for _, name := range []string{"drill-r1-pause-up", "someone-else"} {
+		toxic := map[string]any{"name": name, "type": "latency", "stream": "upstream", "toxicity": 1, "attributes": map[string]any{"latency": 10}}
+		if err := c.Call(http.MethodPost, "/proxies/pg/toxics", toxic, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.Toxics("drill-")
+	if want := []string{"pg/drill-r1-pause-up"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Toxics = %q, %v; want %q", got, err, want)
+	}
+	if err := c.DeleteProxy("pg"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteProxy("pg"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("deleting a missing proxy: err %v, want the API's 404", err)
 	}
 }
