@@ -23,8 +23,8 @@ type reportFlags struct {
 }
 
 // newReportCommand is `drill report run.json [--out DIR] [--set
-// <assertion>.<field>=<value> ...]`: it re-judges a saved run (DESIGN
-// section 7a) with bounds optionally overridden, rewrites run.json,
+// <assertion>.<field>=<value> ...]`: it re-judges a saved run
+// (docs/DESIGN.md §13) with bounds optionally overridden, rewrites run.json,
 // junit.xml and report.html, prints the summary and exits by the verdict.
 func newReportCommand(g *Globals) *cobra.Command {
 	var f reportFlags

@@ -329,7 +329,7 @@ func judgeShed(in *input, a scenario.Assertion, r *Result) {
 // judgeIsolation compares the stream's p99 and error rate in the window
 // with its own baseline window: p99(window)/p99(baseline) <= MaxP99Ratio
 // and errorRate(window) - errorRate(baseline) <= MaxErrorRateDelta (the
-// blast radius of a bulkhead, DESIGN section 7a).
+// blast radius of a bulkhead, docs/DESIGN.md §9).
 func judgeIsolation(in *input, a scenario.Assertion, r *Result) {
 	if a.MaxP99Ratio == nil && a.MaxErrorRateDelta == nil {
 		setError(r, "isolation assertion needs maxP99Ratio or maxErrorRateDelta")

@@ -6,7 +6,7 @@
 // limit_data, down, process-pause, container-pause); [Build] looks the kind
 // up, and an unknown kind lists the known ones, sorted.
 //
-// Safety (DESIGN section 8): every toxic is named drill-<run id>-<fault>
+// Safety (docs/DESIGN.md §16): every toxic is named drill-<run id>-<fault>
 // (with -up/-down for stream both), every fault is written to a [Journal]
 // BEFORE it is applied and marked reverted after, reverts are pushed onto a
 // [Stack] that runs on every exit path with a fresh timeout each, [Verify]

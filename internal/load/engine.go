@@ -44,7 +44,7 @@ import (
 )
 
 // ErrBehindSchedule is wrapped by [Engine.Validity] when a stream's load
-// generator fell behind its schedule beyond its lag budget (DESIGN 7, exit 4).
+// generator fell behind its schedule beyond its lag budget (docs/DESIGN.md §7).
 var ErrBehindSchedule = errors.New("load generator behind schedule")
 
 // Defaults applied to zero fields of a stream.

@@ -1,6 +1,6 @@
 // Package record defines the run record, drill's run.json: everything a
 // run produced, in a versioned schema, enough to re-judge the run later
-// (`drill report run.json`) and to compare runs (DESIGN sections 2 and 7).
+// (`drill report run.json`) and to compare runs (docs/DESIGN.md §12).
 //
 // The schema is identified by [SchemaVersion]. Offsets (event times,
 // windows, bucket starts) are nanoseconds on the run's monotonic clock
@@ -35,7 +35,7 @@ import (
 // SchemaVersion names this run.json schema. [Load] refuses any other.
 const SchemaVersion = "drill.dev/run/v1"
 
-// Exit codes of DESIGN section 7, named for run records; the numbers are
+// Exit codes of docs/DESIGN.md §11, named for run records; the numbers are
 // internal/exitcode's, the single source of truth.
 const (
 	ExitPass          = exitcode.OK                 // every assertion passed, the run was valid and clean
@@ -77,8 +77,8 @@ type Run struct {
 	// FindingsSchema names the shape of Findings ([findings.SchemaVersion]);
 	// empty in records written before findings existed.
 	FindingsSchema string `json:"findingsSchema,omitempty"`
-	// Findings say what happened in the run, asked or not (DESIGN section
-	// 4a): detection, routing lag, unroutable intervals, shedding,
+	// Findings say what happened in the run, asked or not
+	// (docs/DESIGN.md §10): detection, routing lag, unroutable intervals, shedding,
 	// recovery, restarts and errors by phase, each with a severity. They
 	// never change ExitCode.
 	Findings []findings.Finding `json:"findings,omitempty"`
@@ -94,7 +94,7 @@ type Run struct {
 	// condition with action abort, signal, environment failure); empty
 	// when it ran to the end.
 	Aborted string `json:"aborted,omitempty"`
-	// ExitCode is the code the run exited with (DESIGN section 7).
+	// ExitCode is the code the run exited with (docs/DESIGN.md §11).
 	ExitCode int `json:"exitCode"`
 	// Error is the message the run ended with (empty on exit 0).
 	Error string `json:"error,omitempty"`
@@ -298,7 +298,7 @@ func (r *Run) ComputeFindings() {
 }
 
 // Decide returns the exit code the run's record calls for and a one-line
-// reason, by DESIGN section 7 in order of precedence: cleanup unverified
+// reason, by docs/DESIGN.md §11 in order of precedence: cleanup unverified
 // (5), aborted (3), measurement invalid or an assertion that could not be
 // judged or whose window was cut short (4), an assertion failed (1), else 0.
 // A record rebuilt from a killed run's journal ([Run.Recovered]) is

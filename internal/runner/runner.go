@@ -2,7 +2,7 @@
 // needs, runs the plan's timeline on one clock (load streams, faults on and
 // off, observers), undoes every fault on every exit path, verifies that
 // nothing of the run remains, judges the assertions and returns the run
-// record with its exit code (DESIGN sections 1, 2, 7, 8).
+// record with its exit code (docs/DESIGN.md §3).
 package runner
 
 import (
@@ -61,7 +61,7 @@ type Result struct {
 	Record *record.Run
 	// OutDir is where the reports went ("" if none were written).
 	OutDir string
-	// Code is the exit code (DESIGN section 7).
+	// Code is the exit code (docs/DESIGN.md §11).
 	Code int
 }
 

@@ -241,7 +241,7 @@ func (tl *timeline) checkOnPath(ctx context.Context) error {
 		seen[f.Proxy] = true
 		// Counters first; when they do not move (a remote Toxiproxy counts
 		// pooled connections only at close) or are missing, a canary
-		// latency toxic named drill-<run>-canary decides (DESIGN 7a).
+		// latency toxic named drill-<run>-canary decides (docs/DESIGN.md §6).
 		err := inject.CheckOnPath(ctx, tl.r.env.toxiproxy, f.Proxy, tl.timedWarmTraffic, inject.OnPathOptions{
 			RunID: tl.r.id, Journal: tl.r.journal, Log: tl.r.log.With("component", "inject"),
 		})

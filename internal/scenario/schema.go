@@ -236,7 +236,7 @@ func WriteReference(w io.Writer) error {
 
 var (
 	defaultRE      = regexp.MustCompile(`(?i)\bdefault(?: is|:)?\s+([^;]+?)(?:;|\.\s|\.$|$)`)
-	parenDefaultRE = regexp.MustCompile("([\\w./-]+) \\(default\\)")
+	parenDefaultRE = regexp.MustCompile(`([\w./-]+) \(default\)`)
 )
 
 // defaultOf pulls the default out of a field's doc comment ("default 10s",

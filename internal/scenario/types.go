@@ -728,7 +728,7 @@ type PromQLObserver struct {
 // StopAction is what a stop condition does when it fires.
 type StopAction string
 
-// Stop actions, in the graded ladder of DESIGN 7a.
+// Stop actions, in the graded ladder of docs/DESIGN.md §15.
 const (
 	StopWarn      StopAction = "warn"       // log and record only
 	StopEndFaults StopAction = "end-faults" // revert every fault now, keep load and measuring
@@ -820,7 +820,7 @@ type Compare struct {
 	PassToFail *bool `yaml:"passToFail,omitempty" json:"passToFail,omitempty"`
 }
 
-// AssertionType names an assertion kind (DESIGN section 5).
+// AssertionType names an assertion kind (docs/DESIGN.md §9).
 type AssertionType string
 
 // Assertion types.

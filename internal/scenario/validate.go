@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Reference service names and builds (DESIGN section 6).
+// Reference service names and builds (docs/DESIGN.md §17).
 var (
 	ReferenceServices = []string{"order-gateway", "payment-core"}
 	Builds            = []string{"correct", "naive"}
