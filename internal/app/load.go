@@ -114,8 +114,8 @@ behind its schedule beyond the lag budget (the figures cannot be trusted).`,
 	fl.IntVar(&f.maxWorkers, "max-workers", 0, "cap on concurrent requests (0: rate x timeout, capped)")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "cap on connections per host (0: unlimited)")
 	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "open a new connection per request")
-	fl.DurationVar(&f.late, "late", load.DefaultLate, "lag beyond which a request counts as sent late")
-	fl.Float64Var(&f.lateFraction, "late-fraction", load.DefaultLateFraction, "share of late requests (0..1) beyond which the run is invalid")
+	fl.DurationVar(&f.late, "late", measure.DefaultLateAfter, "lag beyond which a request counts as sent late")
+	fl.Float64Var(&f.lateFraction, "late-fraction", measure.DefaultLateFraction, "share of late requests (0..1) beyond which the run is invalid")
 	fl.StringVar(&f.save, "save", "", "also write the per-second buckets as JSON to this file")
 	fl.DurationVar(&f.progressEvery, "progress", 0, "progress period on stderr (default 1s on a terminal, 5s otherwise; negative: off)")
 	return cmd
