@@ -248,9 +248,11 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	if s.sched, err = newSchedule(st, s.dur); err != nil {
 		return nil, err
 	}
-	if s.targets, s.tpls, err = buildTargets(st, e.opts.Dir); err != nil {
+	reqs, err := NewRequests(st, e.opts.Dir)
+	if err != nil {
 		return nil, err
 	}
+	s.targets, s.tpls = reqs.targets, reqs.tpls
 	if s.retry, err = newRetryPolicy(st.Retry); err != nil {
 		return nil, err
 	}

@@ -156,12 +156,7 @@ func newRun(opts Options) (*run, error) {
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("plan %s: %w", opts.Scenario.File, err))
 	}
-	vars := opts.Scenario.EnvVars(os.LookupEnv)
-	secrets := make([]string, 0, len(vars))
-	for _, v := range vars {
-		secrets = append(secrets, v)
-	}
-	vars["run.id"] = opts.RunID
+	vars, secrets := startVars(opts.Scenario, opts.RunID, os.LookupEnv)
 	rd := opts.Scenario.Redactor(secrets...)
 	log := slog.New(redact.Handler(opts.Logger.Handler(), rd))
 	r := &run{

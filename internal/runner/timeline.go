@@ -7,9 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
-	"text/template"
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
@@ -40,6 +38,9 @@ type timeline struct {
 	order  []string
 	// streams are the scenario's streams with ${...} expanded.
 	streams []scenario.Stream
+	// warm builds each stream's warm-traffic requests (nil: the stream
+	// has no inline target).
+	warm []*load.Requests
 	// journal receives the engine's closed seconds and the run's events.
 	journal runJournal
 	// aborted is set when a stop condition aborts or a signal ended the run.
@@ -170,7 +171,6 @@ func (r *run) newTimeline() (*timeline, error) {
 		Log:        r.log.With("component", "inject"),
 	}
 	tl := &timeline{r: r, faults: map[string]*faultState{}}
-	var err error
 	for _, f := range r.sc.Faults {
 		inj, err := inject.Build(f, ienv)
 		if err != nil {
@@ -179,39 +179,14 @@ func (r *run) newTimeline() (*timeline, error) {
 		tl.faults[f.Name] = &faultState{spec: f, injector: inj}
 		tl.order = append(tl.order, f.Name)
 	}
-	streams := make([]scenario.Stream, len(r.sc.Streams))
-	for i, s := range r.sc.Streams {
-		s.Targets = append([]scenario.Target(nil), s.Targets...)
-		for j := range s.Targets {
-			t := &s.Targets[j]
-			if t.URL, err = r.expand(fmt.Sprintf("streams[%d].targets[%d].url", i, j), t.URL); err != nil {
-				return nil, err
-			}
-			hs := make(map[string]string, len(t.Headers))
-			for k, v := range t.Headers {
-				if hs[k], err = r.expand(fmt.Sprintf("streams[%d].targets[%d].headers.%s", i, j, k), v); err != nil {
-					return nil, err
-				}
-			}
-			t.Headers = hs
-			if t.Body, err = r.expand(fmt.Sprintf("streams[%d].targets[%d].body", i, j), t.Body); err != nil {
-				return nil, err
-			}
+	streams, err := load.ExpandStreams(r.sc.Streams, r.vars)
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.BadInput, err)
+	}
+	for i := range streams {
+		if streams[i].Duration.D() == 0 {
+			streams[i].Duration = scenario.Duration{Duration: r.plan.Duration - streams[i].Start.D()}
 		}
-		if s.BasicAuth != nil {
-			ba := *s.BasicAuth
-			if ba.Username, err = r.expand(fmt.Sprintf("streams[%d].basicAuth.username", i), ba.Username); err != nil {
-				return nil, err
-			}
-			if ba.Password, err = r.expand(fmt.Sprintf("streams[%d].basicAuth.password", i), ba.Password); err != nil {
-				return nil, err
-			}
-			s.BasicAuth = &ba
-		}
-		if s.Duration.D() == 0 {
-			s.Duration = scenario.Duration{Duration: r.plan.Duration - s.Start.D()}
-		}
-		streams[i] = s
 	}
 	// Load aimed at a local Service is routed in-process by that Service
 	// (same endpoints, same answers), sparing the CPU of a loopback HTTP
@@ -226,6 +201,17 @@ func (r *run) newTimeline() (*timeline, error) {
 	}
 	tl.engine = eng
 	tl.streams = streams
+	// The warm traffic's requests, built as the engine builds its own (the
+	// engine has checked them: this does not fail where it did not).
+	tl.warm = make([]*load.Requests, len(streams))
+	for i, st := range streams {
+		if len(st.Targets) == 0 {
+			continue // warm traffic uses inline targets only
+		}
+		if tl.warm[i], err = load.NewRequests(st, filepath.Dir(r.sc.File)); err != nil {
+			return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("prepare load: stream %q: %w", st.Name, err))
+		}
+	}
 	return tl, nil
 }
 
@@ -264,42 +250,21 @@ func (tl *timeline) timedWarmTraffic(ctx context.Context) (time.Duration, error)
 	return time.Since(start), err
 }
 
-// warmTraffic sends a few requests of every stream's first target, as the
-// load engine would send them (${...} expanded, basicAuth applied).
+// warmTraffic sends a few requests of every stream's first inline target,
+// as the load engine sends them (load.Requests: ${...} expanded, headers,
+// basicAuth, the body template rendered with a warm-up ID).
 func (tl *timeline) warmTraffic(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	var errs []error
 	for i := 0; i < 5; i++ {
-		for si, s := range tl.streams {
-			if len(s.Targets) == 0 {
+		for si, reqs := range tl.warm {
+			if reqs == nil {
 				continue
 			}
-			t := s.Targets[0]
-			url := t.URL
-			// The same template data the load engine renders (load.BodyData).
-			tpl, err := template.New("body").Parse(t.Body)
-			if err != nil {
-				return fmt.Errorf("streams[%d] body template: %w", si, err)
-			}
-			var buf strings.Builder
 			data := load.BodyData{ID: fmt.Sprintf("%s-warm-%d-%d", tl.r.id, si, i), Time: time.Now().UTC().Format(time.RFC3339Nano)}
-			if err := tpl.Execute(&buf, data); err != nil {
-				return fmt.Errorf("streams[%d] body template: %w", si, err)
-			}
-			body := buf.String()
-			method := t.Method
-			if method == "" {
-				method = http.MethodGet
-			}
-			req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+			req, err := reqs.Request(ctx, 0, data)
 			if err != nil {
-				return err
-			}
-			for k, v := range t.Headers {
-				req.Header.Set(k, v)
-			}
-			if ba := s.BasicAuth; ba != nil {
-				req.SetBasicAuth(ba.Username, ba.Password)
+				return fmt.Errorf("streams[%d]: %w", si, err)
 			}
 			resp, err := client.Do(req)
 			if err != nil {
