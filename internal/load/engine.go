@@ -260,7 +260,7 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
-	if s.budget, err = StreamLagBudget(st); err != nil {
+	if s.budget, err = streamLagBudget(st); err != nil {
 		return nil, err
 	}
 	if st.MaxWorkers < 0 || st.MaxConnections < 0 {
@@ -807,10 +807,10 @@ func (e *Engine) Validity() error {
 	return errors.Join(errs...)
 }
 
-// StreamLagBudget is st's lag budget (scenario key lagBudget) with
+// streamLagBudget is st's lag budget (scenario key lagBudget) with
 // measure's defaults for what it leaves unset. It fails when the fraction
 // is outside 0..1.
-func StreamLagBudget(st scenario.Stream) (measure.LagBudget, error) {
+func streamLagBudget(st scenario.Stream) (measure.LagBudget, error) {
 	var b measure.LagBudget
 	if lb := st.LagBudget; lb != nil {
 		if lb.Fraction < 0 || lb.Fraction > 1 {
