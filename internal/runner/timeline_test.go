@@ -16,6 +16,7 @@ import (
 	"github.com/drillhq/drill/internal/load"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/report"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -389,10 +390,21 @@ func TestStopConditionActions(t *testing.T) {
 			if exitcode.Code(abortErr) != exitcode.CouldNotRun || abortErr.Error() != "aborted by stop condition "+detail+"abort" {
 				t.Fatalf("abort error %v (exit %d)", abortErr, exitcode.Code(abortErr))
 			}
-			// The run records the abort; its record says so and exits 3.
-			rec := record.Run{Cleanup: record.Cleanup{Verified: true}, Aborted: abortErr.Error()}
-			if code, why := rec.Decide(); code != exitcode.CouldNotRun || why != "the run could not be carried out: aborted by stop condition "+detail+"abort" {
+			// The run records the abort (finish: Record.Aborted); its record
+			// exits 3 and its summary says why.
+			rec := &record.Run{Scenario: &scenario.Scenario{Metadata: scenario.Metadata{Name: "drill"}}, Plan: &plan.Plan{Duration: 10 * time.Second},
+				Events: f.evlog.Events(), Cleanup: record.Cleanup{Verified: true}, Aborted: abortErr.Error()}
+			code, why := rec.Decide()
+			if code != exitcode.CouldNotRun || why != "the run could not be carried out: aborted by stop condition "+detail+"abort" {
 				t.Errorf("Decide() = %d %q", code, why)
+			}
+			rec.ExitCode = code
+			var sum strings.Builder
+			if err := report.Summary(&sum, rec); err != nil {
+				t.Fatal(err)
+			}
+			if want := "ABORTED   aborted by stop condition " + detail + "abort"; !strings.Contains(sum.String(), want) {
+				t.Errorf("summary lacks %q:\n%s", want, sum.String())
 			}
 		})
 	}
