@@ -43,3 +43,20 @@ func TestLagRule(t *testing.T) {
 		t.Errorf("Bucket.LagCount() = %+v", c)
 	}
 }
+
+// TestLagRuleNeverLooser: counting never-sent requests never judges a span
+// more leniently than late/sent did, whatever the counts: a generator that
+// was within budget by the one rule may only fall outside it by the other,
+// never the reverse.
+func TestLagRuleNeverLooser(t *testing.T) {
+	for sent := int64(1); sent <= 60; sent += 7 {
+		for late := int64(0); late <= sent; late += 3 {
+			for intended := int64(0); intended <= 80; intended += 5 {
+				c := LagCount{Intended: intended, Sent: sent, Late: late}
+				if old := float64(late) / float64(sent); c.Fraction() < old {
+					t.Fatalf("%+v: fraction %v below late/sent %v", c, c.Fraction(), old)
+				}
+			}
+		}
+	}
+}
