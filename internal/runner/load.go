@@ -88,26 +88,6 @@ func Load(ctx context.Context, opts LoadOptions) (rerr error) {
 	return runLoad(ctx, opts, streams, dir)
 }
 
-// startVars are the ${...} values a scenario has before anything is
-// started: ${run.id}, the ${env.NAME} it references that drill's
-// environment (lookup) sets, and in kubernetes scenarios each service's
-// ${services.NAME.url}. secrets are the ${env.NAME} values (redacted in
-// everything written).
-func startVars(s *scenario.Scenario, runID string, lookup func(string) (string, bool)) (vars map[string]string, secrets []string) {
-	vars = s.EnvVars(lookup)
-	secrets = make([]string, 0, len(vars))
-	for _, v := range vars {
-		secrets = append(secrets, v)
-	}
-	vars["run.id"] = runID
-	if s.Environment.Type == scenario.EnvKubernetes {
-		for _, svc := range s.Services {
-			vars["services."+svc.Name+".url"] = svc.URL
-		}
-	}
-	return vars, secrets
-}
-
 // scenarioStreams returns s's streams with their ${...} references
 // expanded from vars (load.ExpandStreams); a reference only drill run can
 // fill (a service, proxy or dependency it starts) is refused.
