@@ -118,12 +118,16 @@ type Validity struct {
 	// beyond the stream's lag budget.
 	LoadBehind []StreamLag `json:"loadBehind,omitempty"`
 	// FaultsOffPath lists faults whose proxy carried no traffic or whose
-	// canary toxic did not show in the service's latency.
+	// canary toxic did not show in the service's latency. drill run finds
+	// such a fault before load starts and exits 4 without a record, so no
+	// run of this drill writes it; records that carry it still read and
+	// judge invalid.
 	FaultsOffPath []OffPath `json:"faultsOffPath,omitempty"`
 	// ConnectionErrors lists streams whose share of connection-level
 	// errors passed their bound (maxConnectionErrors).
 	ConnectionErrors []StreamConnErrors `json:"connectionErrors,omitempty"`
-	// Problems are other reasons the measurement is invalid.
+	// Problems are other reasons the measurement is invalid (the run
+	// journal could not keep every measured second).
 	Problems []string `json:"problems,omitempty"`
 	// Warnings are worth reading but do not invalidate the run.
 	Warnings []string `json:"warnings,omitempty"`
@@ -149,13 +153,21 @@ type StreamConnErrors struct {
 	Bound    float64 `json:"bound"`
 }
 
-// StreamLag says how far a stream's generator fell behind its schedule.
+// StreamLag says how far a stream's generator fell behind its schedule
+// (measure's lag rule, [CheckLag]).
 type StreamLag struct {
 	Stream string `json:"stream"`
 	// Late counts requests sent later than LateAfter; Requests all sent.
 	Late     int64 `json:"late"`
 	Requests int64 `json:"requests"`
-	// Fraction is Late/Requests (0..1); Budget the allowed fraction.
+	// Missed counts requests the schedule intended and the generator never
+	// sent, Intended all the schedule intended; both are 0 when every
+	// intended request went out (and in records written before they were
+	// kept).
+	Missed   int64 `json:"missed,omitempty"`
+	Intended int64 `json:"intended,omitempty"`
+	// Fraction is (Late+Missed)/max(Intended, Requests) (0..1); Budget the
+	// allowed fraction.
 	Fraction float64 `json:"fraction"`
 	Budget   float64 `json:"budget"`
 	// LateAfter is the lag beyond which a request counts as late.
@@ -380,9 +392,13 @@ func (v Validity) Summary() string {
 			detail += ", most late requests due in t=" + strconv.FormatFloat(l.WorstAt.Seconds(), 'f', 1, 64) + "-" +
 				strconv.FormatFloat((l.WorstAt+time.Second).Seconds(), 'f', 1, 64) + " s (" + strconv.FormatInt(l.WorstLate, 10) + ")"
 		}
+		late := " of requests later than " + assert.FormatDuration(l.LateAfter)
+		if l.Missed > 0 {
+			late = " of intended requests later than " + assert.FormatDuration(l.LateAfter) + " or never sent (" +
+				strconv.FormatInt(l.Missed, 10) + " of " + strconv.FormatInt(l.Intended, 10) + " never sent)"
+		}
 		parts = append(parts, "load generator behind schedule on stream "+l.Stream+" ("+
-			assert.FormatPercent(l.Fraction)+" of requests later than "+assert.FormatDuration(l.LateAfter)+
-			", budget "+assert.FormatPercent(l.Budget)+detail+")")
+			assert.FormatPercent(l.Fraction)+late+", budget "+assert.FormatPercent(l.Budget)+detail+")")
 	}
 	for _, f := range v.FaultsOffPath {
 		parts = append(parts, "fault "+f.Fault+" not on the traffic path: "+f.Detail)

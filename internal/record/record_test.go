@@ -410,3 +410,29 @@ func TestUnmarshalRefusesDamagedRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckLagMissed: requests intended and never sent count as late, so a
+// generator that fell behind until its stream ended is invalid even when
+// every request it did send went out on time, and the summary says so.
+func TestCheckLagMissed(t *testing.T) {
+	s := &measure.Series{Stream: "orders"}
+	for i := 0; i < 10; i++ {
+		b := measure.NewBucket(time.Duration(i)*time.Second, time.Second)
+		b.Intended, b.Requests = 100, 100
+		if i == 9 {
+			b.Requests = 80 // 20 never sent
+		}
+		s.Buckets = append(s.Buckets, b)
+	}
+	got := record.CheckLag(nil, map[string]*measure.Series{"orders": s}, 0, 10*time.Second)
+	if len(got) != 1 || got[0].Missed != 20 || got[0].Intended != 1000 || got[0].Late != 0 || got[0].Fraction != 0.02 {
+		t.Fatalf("CheckLag = %+v, want orders with 20 of 1000 never sent (2%%)", got)
+	}
+	v := record.Validity{LoadBehind: got}
+	if want := "2.00% of intended requests later than 10.0ms or never sent (20 of 1000 never sent), budget 1.00%"; !strings.Contains(v.Summary(), want) {
+		t.Errorf("Summary() = %q, want it to contain %q", v.Summary(), want)
+	}
+	if got := record.CheckLag(nil, map[string]*measure.Series{"orders": s}, 0, 9*time.Second); len(got) != 0 {
+		t.Errorf("every intended request sent on time: %+v", got)
+	}
+}

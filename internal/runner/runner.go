@@ -156,12 +156,7 @@ func newRun(opts Options) (*run, error) {
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("plan %s: %w", opts.Scenario.File, err))
 	}
-	vars := opts.Scenario.EnvVars(os.LookupEnv)
-	secrets := make([]string, 0, len(vars))
-	for _, v := range vars {
-		secrets = append(secrets, v)
-	}
-	vars["run.id"] = opts.RunID
+	vars, secrets := startVars(opts.Scenario, opts.RunID, os.LookupEnv)
 	rd := opts.Scenario.Redactor(secrets...)
 	log := slog.New(redact.Handler(opts.Logger.Handler(), rd))
 	r := &run{
@@ -178,4 +173,24 @@ func newRun(opts Options) (*run, error) {
 	}
 	r.stack = &inject.Stack{Log: r.log}
 	return r, nil
+}
+
+// startVars are the ${...} values a scenario has before anything is
+// started: ${run.id}, the ${env.NAME} it references that drill's
+// environment (lookup) sets, and in kubernetes scenarios each service's
+// ${services.NAME.url}. secrets are the ${env.NAME} values (redacted in
+// everything written).
+func startVars(s *scenario.Scenario, runID string, lookup func(string) (string, bool)) (vars map[string]string, secrets []string) {
+	vars = s.EnvVars(lookup)
+	secrets = make([]string, 0, len(vars))
+	for _, v := range vars {
+		secrets = append(secrets, v)
+	}
+	vars["run.id"] = runID
+	if s.Environment.Type == scenario.EnvKubernetes {
+		for _, svc := range s.Services {
+			vars["services."+svc.Name+".url"] = svc.URL
+		}
+	}
+	return vars, secrets
 }

@@ -4,6 +4,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/drillhq/drill/internal/measure"
+)
+
+// The lag budget's defaults are the lag rule's own, written once in
+// internal/measure.
+const (
+	DefaultLagLate     = measure.DefaultLateAfter    // LagBudget.Late
+	DefaultLagFraction = measure.DefaultLateFraction // LagBudget.Fraction
 )
 
 // Defaults applied by [Scenario.SetDefaults]; each field's doc comment in
@@ -30,8 +39,6 @@ const (
 	DefaultTargetsFormat    = "http"                // TargetsFile.Format
 	DefaultRetryInterval    = 50 * time.Millisecond // Retry.Interval
 	DefaultRetryMaxAttempts = 3                     // Retry.MaxAttempts
-	DefaultLagLate          = 10 * time.Millisecond // LagBudget.Late
-	DefaultLagFraction      = 0.01                  // LagBudget.Fraction
 	DefaultFaultStream      = "downstream"          // Fault.Stream (toxics)
 	DefaultToxicity         = 1.0                   // Fault.Toxicity (toxics)
 	DefaultObserverInterval = time.Second           // ProbeObserver, MetricsObserver .Interval
