@@ -53,20 +53,6 @@ var DefaultShedStatus = []int{503, 429}
 // DefaultRetryOn is the default of Retry.On (plus transport errors).
 var DefaultRetryOn = []int{429, 502, 503, 504}
 
-// IsToxic reports whether t is a Toxiproxy toxic (as opposed to down or a
-// pause), i.e. whether Stream and Toxicity apply.
-func (t FaultType) IsToxic() bool {
-	switch t {
-	case FaultLatency, FaultTimeout, FaultBandwidth, FaultSlowClose, FaultResetPeer, FaultSlicer, FaultLimitData:
-		return true
-	}
-	return false
-}
-
-// NeedsProxy reports whether a fault of type t acts on a proxy (toxics and
-// down); the others act on a dependency.
-func (t FaultType) NeedsProxy() bool { return t.IsToxic() || t == FaultDown }
-
 // SetDefaults fills every unset field with its documented default. It is
 // idempotent and only fills fields that apply (e.g. Toxicity only for
 // toxics, Percentile only for latency and endpoint-removal assertions), so
@@ -183,17 +169,7 @@ func (s *Scenario) SetDefaults() {
 		setIf(&st.LagBudget.Fraction, DefaultLagFraction)
 	}
 	for i := range s.Faults {
-		f := &s.Faults[i]
-		if f.Type.IsToxic() {
-			setIf(&f.Stream, DefaultFaultStream)
-			if f.Toxicity == nil {
-				x := DefaultToxicity
-				f.Toxicity = &x
-			}
-		}
-		if (f.Type == FaultTimeout || f.Type == FaultResetPeer) && f.Timeout == nil {
-			f.Timeout = &Duration{}
-		}
+		setFaultDefaults(&s.Faults[i])
 	}
 	for i := range s.Observers.Probes {
 		o := &s.Observers.Probes[i]

@@ -597,24 +597,6 @@ type LagBudget struct {
 // FaultType names a fault kind.
 type FaultType string
 
-// Fault types. The toxics are Toxiproxy's; see its docs for semantics.
-const (
-	FaultLatency   FaultType = "latency"    // latency (ms), jitter (ms)
-	FaultTimeout   FaultType = "timeout"    // timeout (ms); 0 = pause (hold data until removed)
-	FaultBandwidth FaultType = "bandwidth"  // rate (KB/s)
-	FaultSlowClose FaultType = "slow_close" // delay (ms)
-	FaultResetPeer FaultType = "reset_peer" // timeout (ms)
-	FaultSlicer    FaultType = "slicer"     // averageSize, sizeVariation (bytes), delay (µs)
-	FaultLimitData FaultType = "limit_data" // bytes
-	// FaultDown disables the proxy: the listener closes and every connection
-	// drops, so clients see "connection refused" rather than a hang.
-	FaultDown FaultType = "down"
-	// FaultProcessPause sends SIGSTOP to a local process group and SIGCONT on revert.
-	FaultProcessPause FaultType = "process-pause"
-	// FaultContainerPause pauses a container through the Docker API.
-	FaultContainerPause FaultType = "container-pause"
-)
-
 // Fault is one injected fault, on at At and off at At+For.
 type Fault struct {
 	// Name is unique; it names the fault:<name> and recovery:<name> windows.

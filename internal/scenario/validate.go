@@ -47,12 +47,10 @@ var (
 	EnvironmentTypes = []string{string(EnvKubernetes), string(EnvLocal)}
 	SUTPriorities    = []string{string(SUTPriorityLower), string(SUTPrioritySame)}
 	PostgresModes    = []string{string(PostgresAuto), string(PostgresBinaries), string(PostgresContainer)}
-	FaultTypes       = []string{string(FaultBandwidth), string(FaultContainerPause), string(FaultDown), string(FaultLatency),
-		string(FaultLimitData), string(FaultProcessPause), string(FaultResetPeer), string(FaultSlicer), string(FaultSlowClose), string(FaultTimeout)}
-	FaultStreams   = []string{"both", "downstream", "upstream"}
-	RetryPolicies  = []string{string(RetryFixed), string(RetryNone), string(RetryAfter)}
-	StopActions    = []string{string(StopAbort), string(StopEndFaults), string(StopLoad), string(StopWarn)}
-	AssertionTypes = []string{string(AssertDetection), string(AssertEndpointRemoval), string(AssertErrorRate), string(AssertFlaps), string(AssertIsolation),
+	FaultStreams     = []string{"both", "downstream", "upstream"}
+	RetryPolicies    = []string{string(RetryFixed), string(RetryNone), string(RetryAfter)}
+	StopActions      = []string{string(StopAbort), string(StopEndFaults), string(StopLoad), string(StopWarn)}
+	AssertionTypes   = []string{string(AssertDetection), string(AssertEndpointRemoval), string(AssertErrorRate), string(AssertFlaps), string(AssertIsolation),
 		string(AssertLatency), string(AssertMetric), string(AssertReady), string(AssertRecovery), string(AssertRestarts),
 		string(AssertShed), string(AssertThroughput), string(AssertUnroutable)}
 	StatusClasses = []string{"4xx", "5xx", "any", "errors", "non-2xx"}
@@ -62,24 +60,6 @@ var (
 	TargetsFormats = []string{"http", "json"}
 	HTTPSchemes    = []string{"HTTP", "HTTPS"}
 )
-
-// faultAttributes lists the attribute keys each fault type takes; required
-// ones are marked with a leading '!'.
-var faultAttributes = map[FaultType][]string{
-	FaultLatency:        {"!latency", "jitter"},
-	FaultTimeout:        {"timeout"},
-	FaultBandwidth:      {"!rateKBps"},
-	FaultSlowClose:      {"!delay"},
-	FaultResetPeer:      {"timeout"},
-	FaultSlicer:         {"!averageSize", "sizeVariation", "delay"},
-	FaultLimitData:      {"!bytes"},
-	FaultDown:           {},
-	FaultProcessPause:   {},
-	FaultContainerPause: {},
-}
-
-// allFaultAttributes are the keys of Fault that are toxic attributes.
-var allFaultAttributes = []string{"averageSize", "bytes", "delay", "jitter", "latency", "rateKBps", "sizeVariation", "timeout"}
 
 // assertionFields lists the keys each assertion type takes beyond name,
 // type, window and source; required ones are marked with a leading '!'.
@@ -809,79 +789,29 @@ func (v *validator) faults() {
 	for i := range s.Faults {
 		f := &s.Faults[i]
 		p := fmt.Sprintf("faults[%d]", i)
-		attrs, known := faultAttributes[f.Type]
+		sp, known := FaultSpecOf(f.Type)
+		report := func(key, msg string) {
+			if key == "" {
+				v.errorf(p, "%s", msg)
+				return
+			}
+			v.errorf(p+"."+key, "%s", msg)
+		}
+		checkFault(f, report)
 		if !known {
-			v.errorf(p+".type", "%s", unknownValue("fault type", string(f.Type), FaultTypes))
 			continue
 		}
-		fv := reflect.ValueOf(f).Elem()
-		for _, a := range allFaultAttributes {
-			set := !yamlField(fv, a).IsZero()
-			allowed, required := attrAllowed(attrs, a)
-			if set && !allowed {
-				v.errorf(p+"."+a, "%s does not apply to a %s fault%s", a, f.Type, attrList(attrs))
-			}
-			if required && !set {
-				v.errorf(p, "a %s fault needs %s", f.Type, a)
-			}
+		// What checkFault cannot see: the named target and the environment.
+		switch {
+		case sp.Target == TargetProxy && f.Proxy != "" && !proxies[f.Proxy]:
+			v.errorf(p+".proxy", "no proxy named %q%s", f.Proxy, knownNames(mapKeys(proxies)))
+		case sp.Target == TargetDependency && f.Dependency != "" && deps[f.Dependency] == nil:
+			v.errorf(p+".dependency", "no dependency named %q%s", f.Dependency, knownNames(depNames(s)))
+		case sp.CheckTarget != nil && (f.Proxy != "" || f.Dependency != ""):
+			sp.CheckTarget(s, f, report)
 		}
-		if f.Type.NeedsProxy() {
-			switch {
-			case f.Proxy == "":
-				v.errorf(p, "a %s fault needs proxy (the name of one of proxies)", f.Type)
-			case !proxies[f.Proxy]:
-				v.errorf(p+".proxy", "no proxy named %q%s", f.Proxy, knownNames(mapKeys(proxies)))
-			}
-			if f.Dependency != "" {
-				v.errorf(p+".dependency", "dependency does not apply to a %s fault (it acts on proxy)", f.Type)
-			}
-		} else {
-			switch {
-			case f.Dependency == "":
-				v.errorf(p, "a %s fault needs dependency (the name of one of dependencies)", f.Type)
-			case deps[f.Dependency] == nil:
-				v.errorf(p+".dependency", "no dependency named %q%s", f.Dependency, knownNames(depNames(s)))
-			case f.Type == FaultContainerPause && (deps[f.Dependency].Postgres == nil || deps[f.Dependency].Postgres.Mode != PostgresContainer):
-				v.errorf(p+".dependency", "container-pause needs a postgres dependency with mode: container")
-			}
-			if f.Proxy != "" {
-				v.errorf(p+".proxy", "proxy does not apply to a %s fault (it acts on dependency)", f.Type)
-			}
-			if s.Environment.Type == EnvKubernetes {
-				v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)
-			}
-		}
-		if f.Type.IsToxic() {
-			if !oneOf(f.Stream, FaultStreams) {
-				v.errorf(p+".stream", "%s", unknownValue("stream direction", f.Stream, FaultStreams))
-			}
-			if x := f.Toxicity; x != nil && !(*x >= 0 && *x <= 1) {
-				v.errorf(p+".toxicity", "toxicity must be between 0 and 1, got %v", *x)
-			}
-		} else {
-			if f.Stream != "" {
-				v.errorf(p+".stream", "stream applies only to toxics, not to a %s fault", f.Type)
-			}
-			if f.Toxicity != nil {
-				v.errorf(p+".toxicity", "toxicity applies only to toxics, not to a %s fault", f.Type)
-			}
-		}
-		if f.Jitter != nil && f.Latency != nil && f.Jitter.D() > f.Latency.D() {
-			v.errorf(p+".jitter", "jitter (%s) must not exceed latency (%s)", f.Jitter.D(), f.Latency.D())
-		}
-		if f.SizeVariation != nil && f.AverageSize != nil && *f.SizeVariation >= *f.AverageSize {
-			v.errorf(p+".sizeVariation", "sizeVariation (%d) must be below averageSize (%d)", *f.SizeVariation, *f.AverageSize)
-		}
-		if f.RateKBps != nil && *f.RateKBps < 0 {
-			v.errorf(p+".rateKBps", "rateKBps must not be negative")
-		}
-		for _, a := range []struct {
-			name string
-			d    *Duration
-		}{{"latency", f.Latency}, {"timeout", f.Timeout}, {"delay", f.Delay}, {"jitter", f.Jitter}} {
-			if a.d != nil && a.d.D() > 24*time.Hour {
-				v.errorf(p+"."+a.name, "%s %s is too long", a.name, a.d.D())
-			}
+		if sp.Target == TargetDependency && s.Environment.Type == EnvKubernetes {
+			v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)
 		}
 		switch on, off := f.At.D(), f.At.D()+f.For.D(); {
 		case f.For.D() <= 0:
