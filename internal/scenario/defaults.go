@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -187,42 +186,6 @@ func (s *Scenario) SetDefaults() {
 	}
 	for i := range s.Assertions {
 		s.defaultAssertion(&s.Assertions[i])
-	}
-}
-
-func (s *Scenario) defaultAssertion(a *Assertion) {
-	setIf(&a.Window, DefaultWindow)
-	switch a.Type {
-	case AssertLatency, AssertEndpointRemoval:
-		if a.Percentile == nil {
-			p := DefaultPercentile
-			a.Percentile = &p
-		}
-	case AssertErrorRate:
-		setIf(&a.StatusClass, DefaultStatusClass)
-	case AssertThroughput:
-		if a.MinRatio == nil {
-			r := DefaultMinRatio
-			a.MinRatio = &r
-		}
-	case AssertShed:
-		if len(a.Status) == 0 {
-			a.Status = append([]int(nil), DefaultShedStatus...)
-		}
-	case AssertRecovery:
-		if a.Hold == nil {
-			a.Hold = &Duration{DefaultHold}
-		}
-		if a.Fault == "" {
-			if _, f, ok := strings.Cut(a.Window, ":"); ok && (strings.HasPrefix(a.Window, "fault:") || strings.HasPrefix(a.Window, "recovery:")) {
-				a.Fault = f
-			} else if len(s.Faults) == 1 {
-				a.Fault = s.Faults[0].Name
-			}
-		}
-	}
-	if a.Name == "" && a.Type != "" {
-		a.Name = string(a.Type) + "-" + a.Window
 	}
 }
 

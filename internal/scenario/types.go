@@ -805,23 +805,6 @@ type Compare struct {
 // AssertionType names an assertion kind (DESIGN section 5).
 type AssertionType string
 
-// Assertion types.
-const (
-	AssertRestarts        AssertionType = "restarts"         // Service, Max (count)
-	AssertEndpointRemoval AssertionType = "endpoint-removal" // Service, MaxLatency, Percentile optional
-	AssertLatency         AssertionType = "latency"          // Stream, Percentile, MaxLatency
-	AssertErrorRate       AssertionType = "error-rate"       // Stream, StatusClass, MaxRate
-	AssertThroughput      AssertionType = "throughput"       // Stream, MinRatio (achieved/intended)
-	AssertRecovery        AssertionType = "recovery"         // Metric or Stream condition, Hold, Within
-	AssertShed            AssertionType = "shed"             // Stream, MaxLatency, Percentile (default p99), RetryAfter
-	AssertFlaps           AssertionType = "flaps"            // Service, Max
-	AssertMetric          AssertionType = "metric"           // Metric, Labels, Op, Value
-	AssertIsolation       AssertionType = "isolation"        // Stream, MaxP99Ratio, MaxErrorRateDelta
-	AssertReady           AssertionType = "ready"            // Service, MinReady replicas at window end
-	AssertUnroutable      AssertionType = "unroutable"       // Service, MaxDuration, AfterFaultEnd, Fault
-	AssertDetection       AssertionType = "detection"        // Service, MaxDuration, Fault, Percentile (default p100)
-)
-
 // ClaimFigure names a routing figure a claim is compared with.
 type ClaimFigure string
 
