@@ -4,7 +4,10 @@
 // Each fault kind lives in its own file and registers a constructor under its
 // scenario name (latency, timeout, bandwidth, slow_close, reset_peer, slicer,
 // limit_data, down, process-pause, container-pause); [Build] looks the kind
-// up, and an unknown kind lists the known ones, sorted.
+// up, and an unknown kind lists the known ones, sorted. What a fault of a
+// kind may and must set, and its rules, are the kind's
+// [scenario.FaultSpec]: Build checks a fault with [scenario.CheckFault]
+// (a validated scenario passes) and the injectors trust it.
 //
 // Safety (DESIGN section 8): every toxic is named drill-<run id>-<fault>
 // (with -up/-down for stream both), every fault is written to a [Journal]

@@ -21,8 +21,8 @@ const (
 	TargetDependency FaultTarget = "dependency"
 )
 
-// FaultAttr is one kind-specific key a fault kind takes (one of
-// [FaultAttributeKeys]).
+// FaultAttr is one kind-specific key a fault kind takes: latency, jitter,
+// timeout, delay, rateKBps, averageSize, sizeVariation or bytes.
 type FaultAttr struct {
 	// Key is the YAML key, e.g. "latency".
 	Key string
@@ -43,8 +43,8 @@ type FaultSpec struct {
 	// Toxic is the Toxiproxy toxic type the kind adds, or "" when the kind
 	// is not a toxic. Only toxics take stream and toxicity.
 	Toxic string
-	// Attrs are the kind-specific keys the kind takes; any other key of
-	// [FaultAttributeKeys] is refused.
+	// Attrs are the kind-specific keys the kind takes; any other
+	// kind-specific key of [Fault] is refused.
 	Attrs []FaultAttr
 	// Doc describes the kind for the scenario reference: what it does to
 	// the traffic, its units, its defaults and how it is undone.
@@ -178,19 +178,10 @@ func sizeAttr(key string, get func(f *Fault) *ByteSize) faultAttrDef {
 		text: func(f *Fault) string { return fmt.Sprintf("%s=%dB", key, int64(*get(f))) }}
 }
 
-// FaultAttributeKeys are the kind-specific keys of [Fault], in the order
-// `drill plan` prints them.
-func FaultAttributeKeys() []string {
-	out := make([]string, len(faultAttrDefs))
-	for i, d := range faultAttrDefs {
-		out[i] = d.key
-	}
-	return out
-}
-
 // AttributeText lists the kind-specific keys f sets as `drill plan`
-// prints them ("latency=8s", "rate=10KB/s", "bytes=1024B"), in
-// [FaultAttributeKeys] order.
+// prints them ("latency=8s", "rate=10KB/s", "bytes=1024B"), in a fixed
+// order (latency, jitter, timeout, delay, rateKBps, averageSize,
+// sizeVariation, bytes).
 func (f Fault) AttributeText() []string {
 	var out []string
 	for _, d := range faultAttrDefs {

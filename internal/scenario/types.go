@@ -11,6 +11,14 @@
 // "1400/1s", "90/m"), [ByteSize] ("64KiB"), [Percentile] ("p99", "99.9").
 // A zero value of an optional field means "unset"; the field's doc comment
 // gives the default applied by [Scenario.SetDefaults].
+//
+// Each fault kind and each assertion kind has one home: a [FaultSpec]
+// (fault_*.go) or an [AssertionSpec] (assertion_*.go) holding the keys
+// the kind needs and takes, its defaults, its own rules, its reference
+// docs and an example, registered in [FaultSpecs] or [AssertionSpecs].
+// Defaults, validation, `drill plan`, the generated reference and
+// internal/inject ([CheckFault]) all read the spec; CONTRIBUTING.md says
+// how to add a kind.
 package scenario
 
 // APIVersion is the only scenario apiVersion this drill understands.
