@@ -35,9 +35,7 @@ var latencySpec = FaultSpec{
 	Check: func(f *Fault, report func(key, msg string)) {
 		wholeMillis("latency", f.Latency, report)
 		wholeMillis("jitter", f.Jitter, report)
-		if f.Jitter != nil && f.Latency != nil && f.Jitter.D() > f.Latency.D() {
-			report("jitter", fmt.Sprintf("jitter (%s) must not exceed latency (%s)", f.Jitter.D(), f.Latency.D()))
-		}
+		// jitter <= latency is the jitter key's rule (faultAttrDefs).
 	},
 }
 
@@ -84,10 +82,8 @@ var bandwidthSpec = FaultSpec{
   at: 20s
   for: 30s`,
 	Check: func(f *Fault, report func(key, msg string)) {
-		switch {
-		case f.RateKBps != nil && *f.RateKBps < 0:
-			report("rateKBps", "rateKBps must not be negative")
-		case f.RateKBps != nil && *f.RateKBps == 0:
+		// A negative rate is refused for every kind (faultAttrDefs).
+		if f.RateKBps != nil && *f.RateKBps == 0 {
 			report("rateKBps", "rateKBps must be above 0 (Toxiproxy reads 0 as unlimited, which is no fault)")
 		}
 	},
@@ -155,9 +151,8 @@ var slicerSpec = FaultSpec{
 		if f.AverageSize != nil && *f.AverageSize <= 0 {
 			report("averageSize", "averageSize must be above 0")
 		}
-		if f.SizeVariation != nil && f.AverageSize != nil && *f.SizeVariation >= *f.AverageSize {
-			report("sizeVariation", fmt.Sprintf("sizeVariation (%d) must be below averageSize (%d)", *f.SizeVariation, *f.AverageSize))
-		}
+		// sizeVariation < averageSize is the sizeVariation key's rule
+		// (faultAttrDefs).
 		if f.Delay != nil && f.Delay.D() > 0 && f.Delay.D().Microseconds() == 0 {
 			report("delay", fmt.Sprintf("delay %s is below 1µs, the slicer's unit", f.Delay.D()))
 		}

@@ -56,9 +56,10 @@ type FaultSpec struct {
 	// Stream and toxicity of toxics are filled for every toxic.
 	Defaults func(f *Fault)
 	// Check reports the kind's own rules beyond required and allowed keys
-	// (e.g. jitter <= latency), each with the key it is about ("" for the
-	// fault as a whole); nil when it has none. It sees the fault with
-	// defaults applied, and only keys the kind takes are worth checking.
+	// (e.g. latency in whole milliseconds, averageSize above 0), each with
+	// the key it is about ("" for the fault as a whole); nil when it has
+	// none. It sees the fault with defaults applied. Rules a key obeys in
+	// every kind (jitter <= latency) belong to the key, in faultAttrDefs.
 	Check func(f *Fault, report func(key, msg string))
 	// CheckTarget reports the kind's rules about the proxy or dependency
 	// it acts on, which need the whole scenario; nil when it has none.
@@ -147,6 +148,11 @@ type faultAttrDef struct {
 	set func(f *Fault) bool
 	// text is the key as `drill plan` prints it, e.g. "latency=8s".
 	text func(f *Fault) string
+	// valid returns the problem with the key's value that holds whatever
+	// the kind (jitter <= latency, sizeVariation < averageSize, rateKBps
+	// >= 0; like the 24h bound of every duration key), or ""; nil when the
+	// key has no such rule. Rules only one kind has are its Check.
+	valid func(f *Fault) string
 }
 
 // maxFaultDuration bounds every duration key of a fault.
@@ -156,14 +162,35 @@ const maxFaultDuration = 24 * time.Hour
 // plan` prints them.
 var faultAttrDefs = []faultAttrDef{
 	durAttr("latency", func(f *Fault) *Duration { return f.Latency }),
-	durAttr("jitter", func(f *Fault) *Duration { return f.Jitter }),
+	withValid(durAttr("jitter", func(f *Fault) *Duration { return f.Jitter }), func(f *Fault) string {
+		if f.Jitter != nil && f.Latency != nil && f.Jitter.D() > f.Latency.D() {
+			return fmt.Sprintf("jitter (%s) must not exceed latency (%s)", f.Jitter.D(), f.Latency.D())
+		}
+		return ""
+	}),
 	durAttr("timeout", func(f *Fault) *Duration { return f.Timeout }),
 	durAttr("delay", func(f *Fault) *Duration { return f.Delay }),
 	{key: "rateKBps", set: func(f *Fault) bool { return f.RateKBps != nil },
-		text: func(f *Fault) string { return fmt.Sprintf("rate=%dKB/s", *f.RateKBps) }},
+		text: func(f *Fault) string { return fmt.Sprintf("rate=%dKB/s", *f.RateKBps) },
+		valid: func(f *Fault) string {
+			if f.RateKBps != nil && *f.RateKBps < 0 {
+				return "rateKBps must not be negative"
+			}
+			return ""
+		}},
 	sizeAttr("averageSize", func(f *Fault) *ByteSize { return f.AverageSize }),
-	sizeAttr("sizeVariation", func(f *Fault) *ByteSize { return f.SizeVariation }),
+	withValid(sizeAttr("sizeVariation", func(f *Fault) *ByteSize { return f.SizeVariation }), func(f *Fault) string {
+		if f.SizeVariation != nil && f.AverageSize != nil && *f.SizeVariation >= *f.AverageSize {
+			return fmt.Sprintf("sizeVariation (%d) must be below averageSize (%d)", *f.SizeVariation, *f.AverageSize)
+		}
+		return ""
+	}),
 	sizeAttr("bytes", func(f *Fault) *ByteSize { return f.Bytes }),
+}
+
+func withValid(d faultAttrDef, valid func(f *Fault) string) faultAttrDef {
+	d.valid = valid
+	return d
 }
 
 func durAttr(key string, get func(f *Fault) *Duration) faultAttrDef {
@@ -215,7 +242,9 @@ func setFaultDefaults(f *Fault) {
 // checkFault reports the problems of f that f alone shows (defaults
 // applied), in this order: an unknown type; keys the kind needs or does
 // not take; its target (proxy or dependency) missing, or the other one
-// set; stream and toxicity; the kind's own rules; durations beyond 24h.
+// set; stream and toxicity; the kind's own rules; the rules of each key
+// set (jitter <= latency, sizeVariation < averageSize, no negative rate,
+// durations up to 24h), whether the kind takes the key or not.
 // Whether the named proxy or dependency exists and whether the fault fits
 // the timeline need the whole scenario: [Scenario.Validate] checks those.
 func checkFault(f *Fault, report func(key, msg string)) {
@@ -273,6 +302,13 @@ func checkFault(f *Fault, report func(key, msg string)) {
 	}
 	if sp.Check != nil {
 		sp.Check(f, report)
+	}
+	for _, d := range faultAttrDefs {
+		if d.valid != nil {
+			if msg := d.valid(f); msg != "" {
+				report(d.key, msg)
+			}
+		}
 	}
 	for _, d := range faultAttrDefs {
 		if d.dur == nil {
