@@ -779,13 +779,19 @@ func (v *validator) faults() {
 		if !known {
 			continue
 		}
-		// What checkFault cannot see: the named target and the environment.
+		// What checkFault cannot see: whether the target exists (a missing
+		// one was reported), the kind's rules about it, the environment.
+		target, exists := f.Proxy, proxies[f.Proxy]
+		if sp.Target == TargetDependency {
+			target, exists = f.Dependency, deps[f.Dependency] != nil
+		}
 		switch {
-		case sp.Target == TargetProxy && f.Proxy != "" && !proxies[f.Proxy]:
+		case target == "":
+		case !exists && sp.Target == TargetProxy:
 			v.errorf(p+".proxy", "no proxy named %q%s", f.Proxy, knownNames(mapKeys(proxies)))
-		case sp.Target == TargetDependency && f.Dependency != "" && deps[f.Dependency] == nil:
+		case !exists:
 			v.errorf(p+".dependency", "no dependency named %q%s", f.Dependency, knownNames(depNames(s)))
-		case sp.CheckTarget != nil && (f.Proxy != "" || f.Dependency != ""):
+		case sp.CheckTarget != nil:
 			sp.CheckTarget(s, f, report)
 		}
 		if sp.Target == TargetDependency && s.Environment.Type == EnvKubernetes {
