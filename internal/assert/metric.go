@@ -120,8 +120,8 @@ func judgeMetric(in *input, a scenario.Assertion, r *Result) {
 }
 
 // DefaultHold is how long a recovery condition must keep holding when
-// Hold is unset.
-const DefaultHold = 2 * time.Second
+// Hold is unset: the recovery kind's default, [scenario.DefaultHold].
+const DefaultHold = scenario.DefaultHold
 
 // judgeRecovery measures the time from the fault's end to the first moment
 // a condition holds and keeps holding for Hold (default 2s), and compares

@@ -214,8 +214,9 @@ func breakdown(b *measure.Bucket) string {
 	return "; " + strings.Join(parts, ", ")
 }
 
-// DefaultMinRatio is the throughput bound when MinRatio is unset.
-const DefaultMinRatio = 0.995
+// DefaultMinRatio is the throughput bound when MinRatio is unset: the
+// throughput kind's default, [scenario.DefaultMinRatio].
+const DefaultMinRatio = scenario.DefaultMinRatio
 
 // judgeThroughput compares completed/intended requests over the window
 // with MinRatio (default 0.995): an open-model schedule that could not be
@@ -260,7 +261,7 @@ func judgeShed(in *input, a scenario.Assertion, r *Result) {
 	}
 	statuses := a.Status
 	if len(statuses) == 0 {
-		statuses = []int{503, 429}
+		statuses = scenario.DefaultShedStatus
 	}
 	for _, s := range statuses {
 		if s != 503 && s != 429 {
