@@ -207,13 +207,6 @@ func Redact(r *Run) *Run {
 	}
 	c.Validity.Problems = redactLines(rd, r.Validity.Problems)
 	c.Validity.Warnings = redactLines(rd, r.Validity.Warnings)
-	if r.Validity.FaultsOffPath != nil {
-		c.Validity.FaultsOffPath = make([]OffPath, len(r.Validity.FaultsOffPath))
-		for i, o := range r.Validity.FaultsOffPath {
-			o.Detail = rd.Text(o.Detail)
-			c.Validity.FaultsOffPath[i] = o
-		}
-	}
 	c.Cleanup.Command = rd.Text(r.Cleanup.Command)
 	if r.Cleanup.Leftovers != nil {
 		c.Cleanup.Leftovers = make([]Leftover, len(r.Cleanup.Leftovers))

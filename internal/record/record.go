@@ -117,12 +117,6 @@ type Validity struct {
 	// LoadBehind lists streams whose generator fell behind its schedule
 	// beyond the stream's lag budget.
 	LoadBehind []StreamLag `json:"loadBehind,omitempty"`
-	// FaultsOffPath lists faults whose proxy carried no traffic or whose
-	// canary toxic did not show in the service's latency. drill run finds
-	// such a fault before load starts and exits 4 without a record, so no
-	// run of this drill writes it; records that carry it still read and
-	// judge invalid.
-	FaultsOffPath []OffPath `json:"faultsOffPath,omitempty"`
 	// ConnectionErrors lists streams whose share of connection-level
 	// errors passed their bound (maxConnectionErrors).
 	ConnectionErrors []StreamConnErrors `json:"connectionErrors,omitempty"`
@@ -135,7 +129,7 @@ type Validity struct {
 
 // Valid reports whether no check invalidated the measurement.
 func (v Validity) Valid() bool {
-	return len(v.LoadBehind) == 0 && len(v.FaultsOffPath) == 0 && len(v.ConnectionErrors) == 0 && len(v.Problems) == 0
+	return len(v.LoadBehind) == 0 && len(v.ConnectionErrors) == 0 && len(v.Problems) == 0
 }
 
 // StreamConnErrors says how many of a stream's requests failed at
@@ -179,13 +173,6 @@ type StreamLag struct {
 	// records written before they were kept.
 	WorstAt   time.Duration `json:"worstAt,omitempty"`
 	WorstLate int64         `json:"worstLate,omitempty"`
-}
-
-// OffPath says why a fault was judged not on the traffic path.
-type OffPath struct {
-	Fault  string `json:"fault"`
-	Proxy  string `json:"proxy,omitempty"`
-	Detail string `json:"detail"`
 }
 
 // Cleanup records the removal of everything the run injected or started.
@@ -399,9 +386,6 @@ func (v Validity) Summary() string {
 		}
 		parts = append(parts, "load generator behind schedule on stream "+l.Stream+" ("+
 			assert.FormatPercent(l.Fraction)+late+", budget "+assert.FormatPercent(l.Budget)+detail+")")
-	}
-	for _, f := range v.FaultsOffPath {
-		parts = append(parts, "fault "+f.Fault+" not on the traffic path: "+f.Detail)
 	}
 	for _, c := range v.ConnectionErrors {
 		kinds := make([]string, 0, len(c.ByKind))
