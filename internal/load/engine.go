@@ -104,6 +104,16 @@ type Options struct {
 	// in-process instead of dialling that address: the local runtime's
 	// Services, whose listener hop the engine then skips. nil: none.
 	Routers map[string]Router
+	// Partition, when active (Count > 1), makes this engine worker Index of
+	// Count: every stream sends only the hits of its schedule whose
+	// sequence number is Index mod Count, and counts its schedule from its
+	// exact start offset on the clock rather than from the moment this
+	// process got there, so that Count engines whose clocks share t=0
+	// together send exactly the one-process schedule. A worker that
+	// starts late sends the hits already due at once, and their lag shows
+	// it. Body templates' {{.Seq}} and {{.ID}} carry the whole schedule's
+	// sequence number. Streams at rate 0 (as fast as possible) are refused.
+	Partition Partition
 }
 
 // Router sends a request on behalf of a Service address (see
@@ -157,6 +167,7 @@ type stream struct {
 	maxWorkers uint64
 	budget     measure.LagBudget // defaults applied
 	idPrefix   string
+	part       Partition // this engine's share of the schedule
 	clock      *event.Clock
 	rec        *recorder
 	base       *http.Transport
@@ -214,6 +225,9 @@ func New(clock *event.Clock, streams []scenario.Stream, opts Options, log *slog.
 		_, _ = rand.Read(b[:])
 		opts.RunID = hex.EncodeToString(b[:])
 	}
+	if err := opts.Partition.Validate(); err != nil {
+		return nil, fmt.Errorf("new load engine: %w", err)
+	}
 	e := &Engine{clock: clock, opts: opts, log: log}
 	seen := map[string]bool{}
 	for i, st := range streams {
@@ -248,6 +262,12 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	if s.sched, err = newSchedule(st, s.dur); err != nil {
 		return nil, err
 	}
+	if e.opts.Partition.Active() {
+		if s.sched, err = newPartSchedule(s.sched, e.opts.Partition); err != nil {
+			return nil, err
+		}
+	}
+	s.part = e.opts.Partition
 	reqs, err := NewRequests(st, e.opts.Dir)
 	if err != nil {
 		return nil, err
@@ -478,17 +498,25 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 		vegeta.MaxBody(e.opts.MaxBody),
 	)
 	tr := vegeta.NewStaticTargeter(s.targets...)
-	anchor := e.clock.Now()
+	now := e.clock.Now()
+	anchor := now
+	if s.part.Active() {
+		// The shared schedule counts from the stream's exact start.
+		anchor = s.start
+	}
 	s.anchor.Store(int64(anchor))
 	s.endRel.Store(int64(s.dur))
 	s.state.Store(stateRunning)
-	if late := anchor - s.start; late > s.budget.LateAfter {
+	if late := now - s.start; late > s.budget.LateAfter {
 		log.Warn("stream started late", "by", late)
 	}
 	var results <-chan *vegeta.Result
-	if s.sched == nil {
+	switch {
+	case s.sched == nil:
 		results = atk.Attack(tr, vegeta.ConstantPacer{}, s.dur, s.name)
-	} else {
+	case s.part.Active():
+		results = atk.Attack(tr, offsetPacer{inner: s.sched.Pacer(), offset: e.clock.Now() - anchor}, 0, s.name)
+	default:
 		results = atk.Attack(tr, s.sched.Pacer(), 0, s.name)
 	}
 	log.Info("stream started", "at", anchor, "duration", s.dur, "intended", s.total(), "maxWorkers", s.maxWorkers)

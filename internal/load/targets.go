@@ -28,7 +28,8 @@ const tplHeader = "X-Drill-Body-Template"
 type BodyData struct {
 	// ID is unique per request across runs: "<run id>-<stream>-<seq>".
 	ID string
-	// Seq is the hit's sequence number in its stream (0-based, vegeta's X-Vegeta-Seq).
+	// Seq is the hit's sequence number in its stream's whole schedule (0-based; with
+	// [Options.Partition], across all workers).
 	Seq uint64
 	// Time is the intended send time, RFC 3339 with nanoseconds (UTC).
 	Time string
@@ -198,7 +199,8 @@ func (bt *bodyTemplate) render(s *stream, seq uint64) ([]byte, error) {
 	}
 	if bt.parts == nil {
 		var buf bytes.Buffer
-		data := BodyData{ID: s.idPrefix + strconv.FormatUint(seq, 10), Seq: seq, Time: when}
+		g := s.part.Global(seq)
+		data := BodyData{ID: s.idPrefix + strconv.FormatUint(g, 10), Seq: g, Time: when}
 		if err := bt.tpl.Execute(&buf, data); err != nil {
 			return nil, err
 		}
@@ -210,9 +212,9 @@ func (bt *bodyTemplate) render(s *stream, seq uint64) ([]byte, error) {
 		case "":
 			b = append(b, p.text...)
 		case "ID":
-			b = strconv.AppendUint(append(b, s.idPrefix...), seq, 10)
+			b = strconv.AppendUint(append(b, s.idPrefix...), s.part.Global(seq), 10)
 		case "Seq":
-			b = strconv.AppendUint(b, seq, 10)
+			b = strconv.AppendUint(b, s.part.Global(seq), 10)
 		case "Time":
 			b = append(b, when...)
 		}
