@@ -1,14 +1,18 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/kube"
+	"github.com/drillhq/drill/internal/workers"
 )
 
 // cleanupFlags are the flags of drill cleanup.
@@ -30,8 +34,9 @@ example because the run was killed with SIGKILL or its machine was lost.
 It reads the run journals under the state directory ($XDG_STATE_HOME/drill,
 else ~/.local/state/drill): each fault is written there before it is applied.
 Journaled toxics are removed, disabled proxies re-enabled, paused process
-groups continued, paused containers unpaused and the cgroup a run made
-for its system under test removed. A throwaway PostgreSQL the run started
+groups continued, paused containers unpaused, the cgroup a run made
+for its system under test removed, and a run's load workers Job (and its
+pods) deleted in the cluster its journal names. A throwaway PostgreSQL the run started
 (binaries mode) has its processes continued and killed and its temp dir
 ($TMPDIR/drill-pg-*) removed; each line says what was done. With
 --toxiproxy it also
@@ -78,7 +83,10 @@ func runCleanup(cmd *cobra.Command, g *Globals, fl cleanupFlags) error {
 		opts.Toxiproxy = inject.NewRemote(fl.toxiproxy)
 	}
 	rep, err := inject.Cleanup(cmd.Context(), opts)
-	if werr := printCleanupReport(g.Stdout, rep, err != nil); werr != nil && err == nil {
+	// Load workers' Jobs the journal names, deleted in their clusters.
+	jobs, jerr := workers.Cleanup(cmd.Context(), stateDir, fl.run, workerClient)
+	err = errors.Join(err, jerr)
+	if werr := printCleanupReport(g.Stdout, rep, jobs, err != nil); werr != nil && err == nil {
 		err = werr
 	}
 	if err != nil {
@@ -87,9 +95,10 @@ func runCleanup(cmd *cobra.Command, g *Globals, fl cleanupFlags) error {
 	return nil
 }
 
-// printCleanupReport lists what was undone; "nothing to clean up" only when
-// nothing was found and nothing failed (failed: the sweep had an error).
-func printCleanupReport(w io.Writer, rep inject.CleanupReport, failed bool) error {
+// printCleanupReport lists what was undone (jobs: the load workers' Jobs
+// deleted); "nothing to clean up" only when nothing was found and nothing
+// failed (failed: the sweep had an error).
+func printCleanupReport(w io.Writer, rep inject.CleanupReport, jobs []string, failed bool) error {
 	var err error
 	p := func(format string, a ...any) {
 		if err == nil {
@@ -105,10 +114,22 @@ func printCleanupReport(w io.Writer, rep inject.CleanupReport, failed bool) erro
 	for _, l := range rep.Failed {
 		p("FAILED   %s (run %s)\n", l, orUnknown(l.RunID))
 	}
-	if len(rep.Removed)+len(rep.Gone)+len(rep.Failed) == 0 && !failed {
+	for _, j := range jobs {
+		p("removed  load workers %s\n", j)
+	}
+	if len(rep.Removed)+len(rep.Gone)+len(rep.Failed)+len(jobs) == 0 && !failed {
 		p("nothing to clean up\n")
 	}
 	return err
+}
+
+// workerClient connects to the cluster a workers journal entry names.
+func workerClient(kubeconfig, kubeContext string) (kubernetes.Interface, error) {
+	cfg, err := kube.Load(kubeconfig, kubeContext, "")
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Clientset()
 }
 
 func orUnknown(s string) string {

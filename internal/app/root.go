@@ -69,6 +69,7 @@ func commands() []func(*Globals) *cobra.Command {
 		newSchemaCommand,
 		newServeCommand,
 		newAgentCommand,
+		newWorkerCommand,
 		newCleanupCommand,
 		newReportCommand,
 		newCompareCommand,
