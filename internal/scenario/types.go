@@ -52,6 +52,9 @@ type Scenario struct {
 	Services []Service `yaml:"services,omitempty" json:"services,omitempty"`
 	// Streams are the open-model load streams.
 	Streams []Stream `yaml:"streams,omitempty" json:"streams,omitempty"`
+	// Load says where the streams' load is generated. Default: in the drill
+	// process.
+	Load *LoadSpec `yaml:"load,omitempty" json:"load,omitempty"`
 	// Faults are injected at set times of the timeline.
 	Faults []Fault `yaml:"faults,omitempty" json:"faults,omitempty"`
 	// Observers watch the system besides the load streams.
@@ -163,6 +166,21 @@ type KubernetesEnv struct {
 	// Namespace is the namespace a run uses unless -n/--namespace names
 	// another allowed one.
 	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+}
+
+// LoadSpec says where a run's load is generated. The zero value (or no load
+// section) is the drill process itself.
+type LoadSpec struct {
+	// Workers spreads every stream's schedule over this many worker pods of
+	// one Kubernetes Indexed Job (kubernetes environment only): worker i
+	// sends the requests whose sequence number is i mod Workers, all timed
+	// from one shared t=0, so together they send exactly the one-process
+	// schedule. 0 (default): load from the drill process. At most 1000.
+	Workers int `yaml:"workers,omitempty" json:"workers,omitempty"`
+	// Image is the container image the workers run: a drill image with the
+	// binary at /drill (the FROM scratch image of drill's static binary);
+	// required with workers.
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
 }
 
 // Timeline fixes the run's length and phases. Offsets are from the start of

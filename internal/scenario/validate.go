@@ -110,6 +110,7 @@ func (s *Scenario) Validate() error {
 	v.proxies()
 	v.services()
 	v.streams()
+	v.load()
 	v.faults()
 	v.observers()
 	v.stopConditions()
