@@ -143,14 +143,14 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 		return Result{}, exitcode.Wrap(exitcode.BadInput, err)
 	}
 	res.Job = job.Name
-	if err := c.Journal.created(job.Namespace, job.Name, spec.RunID); err != nil {
+	if err := c.Journal.Created(job.Namespace, job.Name, spec.RunID); err != nil {
 		return res, fmt.Errorf("journal the workers' job before creating it: %w", err)
 	}
 	if _, err := c.Client.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		// Nothing ran; the journal entry is closed only when nothing of it
 		// can exist.
 		if derr := c.deleteJob(job.Namespace, job.Name, spec.RunID); derr == nil {
-			_ = c.Journal.deleted()
+			_ = c.Journal.Deleted()
 		}
 		return res, fmt.Errorf("create the workers' job %s/%s: %w", job.Namespace, job.Name, err)
 	}
@@ -160,7 +160,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 			c.Log.Error("could not delete the workers' job; drill cleanup removes it", "job", job.Name, "err", derr)
 			return
 		}
-		if jerr := c.Journal.deleted(); jerr != nil {
+		if jerr := c.Journal.Deleted(); jerr != nil {
 			c.Log.Warn("could not close the workers' journal entry", "err", jerr)
 		}
 	}()

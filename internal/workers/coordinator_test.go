@@ -1,9 +1,8 @@
-package workers
+package workers_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,21 +10,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/workers"
+	"github.com/drillhq/drill/internal/workers/workerstest"
 )
 
 const testNS = "drill"
@@ -50,10 +46,10 @@ func stub(t *testing.T) string {
 	return srv.URL
 }
 
-func testSpec(url string, workers int) Spec {
-	return Spec{
+func testSpec(url string, n int) workers.Spec {
+	return workers.Spec{
 		RunID:   "r1.test",
-		Workers: workers,
+		Workers: n,
 		Start:   time.Now().Add(700 * time.Millisecond),
 		Streams: []scenario.Stream{{
 			Name:      "orders",
@@ -84,182 +80,25 @@ func (s *collectSink) WriteSecond(stream string, b *measure.Bucket) error {
 	return nil
 }
 
-// worker faults a test can inject.
-type fault int
-
-const (
-	healthy fault = iota
-	killed        // the container dies mid-run (pod Failed, exit 137)
-	silent        // the process hangs: its output stops, its pod stays Running
-)
-
-// fakeJobController plays the Job controller and the kubelet on a fake
-// clientset: for the Job it sees, it creates one Running pod per index
-// and runs the worker in-process, its stdout a pipe that the LogStreamer
-// returns. faults[i] breaks worker i after breakAfter.
-type fakeJobController struct {
-	t          *testing.T
-	cs         *fake.Clientset
-	faults     map[int]fault
-	breakAfter time.Duration
-
-	mu    sync.Mutex
-	pipes map[string]*io.PipeReader
-	wg    sync.WaitGroup
-}
-
-func newFakeCluster(t *testing.T, faults map[int]fault) *fakeJobController {
-	cs := fake.NewClientset()
-	// The fake tracker has no delete-collection: delete the matching pods.
-	cs.PrependReactor("delete-collection", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		dc := a.(k8stesting.DeleteCollectionAction)
-		sel, err := labels.Parse(dc.GetListRestrictions().Labels.String())
-		if err != nil {
-			return true, nil, err
-		}
-		obj, err := cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
-		if err != nil {
-			return true, nil, err
-		}
-		for _, p := range obj.(*corev1.PodList).Items {
-			if sel.Matches(labels.Set(p.Labels)) {
-				_ = cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), p.Namespace, p.Name)
-			}
-		}
-		return true, nil, nil
-	})
-	return &fakeJobController{t: t, cs: cs, faults: faults, breakAfter: 1500 * time.Millisecond, pipes: map[string]*io.PipeReader{}}
-}
-
-func (f *fakeJobController) logs(ctx context.Context, ns, pod string) (io.ReadCloser, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	pr := f.pipes[pod]
-	if pr == nil {
-		return nil, fmt.Errorf("no container log for pod %s", pod)
-	}
-	return pr, nil
-}
-
-func (f *fakeJobController) setPhase(ctx context.Context, name string, phase corev1.PodPhase, exit int32) {
-	pod, err := f.cs.CoreV1().Pods(testNS).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return // deleted
-	}
-	pod.Status.Phase = phase
-	if exit != 0 {
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "worker", State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Error"}}}}
-	}
-	_, _ = f.cs.CoreV1().Pods(testNS).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-}
-
-// run waits for the Job, then starts its pods and workers.
-func (f *fakeJobController) run(ctx context.Context) {
-	f.wg.Go(func() {
-		for ctx.Err() == nil {
-			jobs, err := f.cs.BatchV1().Jobs(testNS).List(ctx, metav1.ListOptions{})
-			if err == nil && len(jobs.Items) == 1 {
-				f.startPods(ctx, &jobs.Items[0].Spec.Template, jobs.Items[0].Name, int(*jobs.Items[0].Spec.Completions))
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-}
-
-func (f *fakeJobController) startPods(ctx context.Context, tpl *corev1.PodTemplateSpec, job string, n int) {
-	var env string
-	for _, e := range tpl.Spec.Containers[0].Env {
-		if e.Name == EnvSpec {
-			env = e.Value
-		}
-	}
-	spec, err := DecodeSpec(env)
-	if err != nil {
-		f.t.Errorf("pod template: %v", err)
-		return
-	}
-	for i := range n {
-		name := fmt.Sprintf("%s-%d-abcde", job, i)
-		pr, pw := io.Pipe()
-		f.mu.Lock()
-		f.pipes[name] = pr
-		f.mu.Unlock()
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: tpl.Labels,
-				Annotations: map[string]string{AnnotationIndex: fmt.Sprint(i)}},
-			Spec:   tpl.Spec,
-			Status: corev1.PodStatus{Phase: corev1.PodRunning},
-		}
-		if _, err := f.cs.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			f.t.Errorf("create pod: %v", err)
-			return
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		var out io.Writer = pw
-		switch f.faults[i] {
-		case killed:
-			time.AfterFunc(f.breakAfter, func() {
-				_ = pw.CloseWithError(errors.New("container killed"))
-				cancel()
-				f.setPhase(context.Background(), name, corev1.PodFailed, 137)
-			})
-		case silent:
-			sw := &silencer{w: pw}
-			out = sw
-			time.AfterFunc(f.breakAfter, sw.silence)
-		}
-		f.wg.Go(func() {
-			defer cancel()
-			_ = RunWorker(wctx, spec, i, out, testLog(f.t))
-			if f.faults[i] == healthy {
-				_ = pw.Close()
-				f.setPhase(context.Background(), name, corev1.PodSucceeded, 0)
-			} else if f.faults[i] == silent {
-				<-ctx.Done() // hangs: output never ends
-				_ = pw.Close()
-			}
-		})
-	}
-}
-
-// silencer passes writes on until silenced, then swallows them.
-type silencer struct {
-	mu     sync.Mutex
-	w      io.Writer
-	silent bool
-}
-
-func (s *silencer) silence() { s.mu.Lock(); s.silent = true; s.mu.Unlock() }
-
-func (s *silencer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.silent {
-		return len(p), nil
-	}
-	return s.w.Write(p)
-}
-
-func runCoordinator(t *testing.T, faults map[int]fault) (Result, error, *collectSink, *fakeJobController, Spec, string) {
+func runCoordinator(t *testing.T, faults map[int]workerstest.Fault) (workers.Result, error, *collectSink, *workerstest.Cluster, workers.Spec, string) {
 	t.Helper()
-	fc := newFakeCluster(t, faults)
+	fc := workerstest.New(t, testNS, faults)
+	fc.Log = testLog(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer func() { cancel(); fc.wg.Wait() }()
-	fc.run(ctx)
+	defer func() { cancel(); fc.Wait() }()
+	fc.Run(ctx)
 	spec := testSpec(stub(t), 3)
 	state := t.TempDir()
-	j, err := OpenJournal(state, spec.RunID, "", "drill-test")
+	j, err := workers.OpenJournal(state, spec.RunID, "", "drill-test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sink := &collectSink{}
-	c := &Coordinator{
-		Client:     fc.cs,
-		Job:        JobOptions{Namespace: testNS, Image: "drill:test", Spec: spec},
+	c := &workers.Coordinator{
+		Client:     fc.Client,
+		Job:        workers.JobOptions{Namespace: testNS, Image: "drill:test", Spec: spec},
 		Sink:       sink,
-		Logs:       fc.logs,
+		Logs:       fc.Logs,
 		Journal:    j,
 		StallAfter: 1500 * time.Millisecond,
 		Poll:       100 * time.Millisecond,
@@ -280,7 +119,7 @@ func requireNothingLeft(t *testing.T, cs kubernetes.Interface, state string) {
 	if len(jobs.Items)+len(pods.Items) > 0 {
 		t.Errorf("left behind %d jobs and %d pods", len(jobs.Items), len(pods.Items))
 	}
-	if entries, _ := ReadJournals(state, ""); len(entries) > 0 {
+	if entries, _ := workers.ReadJournals(state, ""); len(entries) > 0 {
 		t.Errorf("workers journal still has %v", entries)
 	}
 }
@@ -333,7 +172,7 @@ func TestCoordinatorMergesWorkers(t *testing.T) {
 	if sent != want {
 		t.Errorf("workers sent %d in all, want %d", sent, want)
 	}
-	requireNothingLeft(t, fc.cs, state)
+	requireNothingLeft(t, fc.Client, state)
 }
 
 // TestCoordinatorWorkerFailures: a killed worker and a worker that stops
@@ -342,17 +181,17 @@ func TestCoordinatorMergesWorkers(t *testing.T) {
 func TestCoordinatorWorkerFailures(t *testing.T) {
 	tests := []struct {
 		name   string
-		faults map[int]fault
+		faults map[int]workerstest.Fault
 		want   []string
 	}{
-		{"killed", map[int]fault{1: killed}, []string{"worker 1", "pod drill-r1-test-workers-1-abcde"}},
-		{"silent", map[int]fault{2: silent}, []string{"worker 2", "pod drill-r1-test-workers-2-abcde", "stopped reporting at t="}},
+		{"killed", map[int]workerstest.Fault{1: workerstest.Killed}, []string{"worker 1", "pod drill-r1-test-workers-1-abcde"}},
+		{"silent", map[int]workerstest.Fault{2: workerstest.Silent}, []string{"worker 2", "pod drill-r1-test-workers-2-abcde", "stopped reporting at t="}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err, _, fc, _, state := runCoordinator(t, tc.faults)
-			if !errors.Is(err, ErrWorkerFailed) {
-				t.Fatalf("Run: %v, want ErrWorkerFailed", err)
+			if !errors.Is(err, workers.ErrWorkerFailed) {
+				t.Fatalf("Run: %v, want workers.ErrWorkerFailed", err)
 			}
 			if got := exitcode.Code(err); got != exitcode.InvalidMeasurement {
 				t.Errorf("exit code %d, want %d", got, exitcode.InvalidMeasurement)
@@ -362,37 +201,37 @@ func TestCoordinatorWorkerFailures(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			requireNothingLeft(t, fc.cs, state)
+			requireNothingLeft(t, fc.Client, state)
 		})
 	}
 }
 
 // TestCleanupDeletesJournaledJob: a Job journaled by a run that was
-// killed is deleted by Cleanup, pods and journal entry too.
+// killed is deleted by workers.Cleanup, pods and journal entry too.
 func TestCleanupDeletesJournaledJob(t *testing.T) {
-	fc := newFakeCluster(t, nil)
+	fc := workerstest.New(t, testNS, nil)
 	ctx := context.Background()
 	spec := testSpec("http://127.0.0.1:9", 2)
-	job, err := NewJob(JobOptions{Namespace: testNS, Image: "drill:test", Spec: spec})
+	job, err := workers.NewJob(workers.JobOptions{Namespace: testNS, Image: "drill:test", Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	j, _ := OpenJournal(state, spec.RunID, "/k", "drill-test")
-	if err := j.created(testNS, job.Name, spec.RunID); err != nil {
+	j, _ := workers.OpenJournal(state, spec.RunID, "/k", "drill-test")
+	if err := j.Created(testNS, job.Name, spec.RunID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fc.cs.BatchV1().Jobs(testNS).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := fc.Client.BatchV1().Jobs(testNS).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0-x", Namespace: testNS, Labels: job.Spec.Template.Labels}}
-	if _, err := fc.cs.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := fc.Client.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var gotCtx string
-	removed, err := Cleanup(ctx, state, "", func(kubeconfig, kctx string) (kubernetes.Interface, error) {
+	removed, err := workers.Cleanup(ctx, state, "", func(kubeconfig, kctx string) (kubernetes.Interface, error) {
 		gotCtx = kubeconfig + "|" + kctx
-		return fc.cs, nil
+		return fc.Client, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -403,8 +242,8 @@ func TestCleanupDeletesJournaledJob(t *testing.T) {
 	if len(removed) != 1 || !strings.Contains(removed[0], job.Name) {
 		t.Errorf("removed %v", removed)
 	}
-	requireNothingLeft(t, fc.cs, state)
-	if _, err := os.Stat(filepath.Join(JournalDir(state), spec.RunID+".json")); !errors.Is(err, os.ErrNotExist) {
+	requireNothingLeft(t, fc.Client, state)
+	if _, err := os.Stat(filepath.Join(workers.JournalDir(state), spec.RunID+".json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("journal file still there: %v", err)
 	}
 }

@@ -53,8 +53,10 @@ func OpenJournal(stateDir, runID, kubeconfig, kubeContext string) (*Journal, err
 	}, nil
 }
 
-// created writes the entry and syncs it to disk.
-func (j *Journal) created(ns, job, runID string) error {
+// Created records that the Job ns/job of runID may exist: the entry is
+// written and synced to disk (call it before creating the Job). Errors
+// name the file.
+func (j *Journal) Created(ns, job, runID string) error {
 	if j == nil {
 		return nil
 	}
@@ -84,8 +86,9 @@ func (j *Journal) created(ns, job, runID string) error {
 	return nil
 }
 
-// deleted removes the entry (the Job is gone).
-func (j *Journal) deleted() error {
+// Deleted removes the entry (the Job is gone). A missing entry is not an
+// error.
+func (j *Journal) Deleted() error {
 	if j == nil {
 		return nil
 	}
@@ -154,7 +157,7 @@ func Cleanup(ctx context.Context, stateDir, runID string, client ClientFor) (rem
 			continue
 		}
 		j := &Journal{path: filepath.Join(JournalDir(stateDir), e.Run+".json")}
-		if rerr := j.deleted(); rerr != nil {
+		if rerr := j.Deleted(); rerr != nil {
 			errs = append(errs, rerr)
 		}
 		removed = append(removed, what)
