@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/load"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/progress"
@@ -55,11 +56,21 @@ Without one, the flags describe a single stream:
 
   drill load --url http://127.0.0.1:8080/orders --rate 100/s --duration 10s
 
+A kubernetes scenario with load.workers spreads its streams over that many
+worker pods of one Indexed Job in the scenario's namespace (image
+load.image), t=0 30 s after the Job is created, follows their logs and
+merges their seconds; a line per worker follows the summary.
+
 Exit codes: 0 done, 2 bad input, 3 could not run, 4 the generator fell
-behind its schedule beyond the lag budget (the figures cannot be trusted).`,
+behind its schedule beyond the lag budget or a load worker failed (the
+figures cannot be trusted).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := runner.LoadOptions{Save: f.save, ProgressEvery: f.progressEvery, Stdout: g.Stdout, Progress: g.Stderr, Logger: g.Logger}
+			opts := runner.LoadOptions{Save: f.save, ProgressEvery: f.progressEvery, Stdout: g.Stdout, Progress: g.Stderr, Logger: g.Logger,
+				Workers: runner.WorkersOptions{Kubeconfig: g.Kubeconfig, Context: g.Context, Namespace: g.Namespace}}
+			if d, err := inject.DefaultStateDir(g.Getenv); err == nil {
+				opts.Workers.StateDir = d
+			}
 			if file, ok := g.Stderr.(*os.File); ok {
 				opts.ProgressTTY = progress.IsTerminal(file)
 			}

@@ -45,6 +45,9 @@ type LoadOptions struct {
 	ProgressTTY bool
 	// Logger receives structured logs (stderr).
 	Logger *slog.Logger
+	// Workers configure a scenario whose load.workers spreads its load over
+	// worker pods.
+	Workers WorkersOptions
 }
 
 // Load drives streams alone, with no fault (drill load): a scenario's
@@ -72,7 +75,8 @@ func Load(ctx context.Context, opts LoadOptions) (rerr error) {
 	}
 	streams, dir := opts.Streams, ""
 	if s := opts.Scenario; s != nil {
-		vars, secrets := startVars(s, fmt.Sprintf("load-%d", time.Now().Unix()), os.LookupEnv)
+		runID := fmt.Sprintf("load-%d", time.Now().Unix())
+		vars, secrets := startVars(s, runID, os.LookupEnv)
 		rd := s.Redactor(secrets...)
 		opts.Logger = slog.New(redact.Handler(opts.Logger.Handler(), rd))
 		var err error
@@ -84,6 +88,9 @@ func Load(ctx context.Context, opts LoadOptions) (rerr error) {
 			opts.Logger.Warn("drill load injects no faults; ignoring the scenario's", "faults", len(s.Faults))
 		}
 		dir = filepath.Dir(s.File)
+		if s.Load != nil && s.Load.Workers > 0 {
+			return runWorkersLoad(ctx, opts, s, runID, streams)
+		}
 	}
 	return runLoad(ctx, opts, streams, dir)
 }

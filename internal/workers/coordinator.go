@@ -89,8 +89,12 @@ type WorkerReport struct {
 	Late time.Duration
 	// Sent and LateRequests are the worker's own totals.
 	Sent, LateRequests int64
-	// Done says the worker finished and every second of it arrived.
+	// Done says the worker said it finished its schedule.
 	Done bool
+	// Failed says the worker failed (Error says how); a worker neither
+	// Done nor Failed was stopped because another one failed or the run
+	// ended early.
+	Failed bool
 	// Error is the worker's own verdict on its schedule ("" when on
 	// schedule), or why it failed.
 	Error string
@@ -187,7 +191,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 			return
 		}
 		w.failed = fmt.Errorf(format, a...)
-		w.Error = w.failed.Error()
+		w.Error, w.Failed = w.failed.Error(), true
 		fails = append(fails, w.failed)
 		c.Log.Error("load worker failed; the run is invalid", "worker", w.Index, "pod", w.Pod, "err", w.failed)
 	}
@@ -219,9 +223,9 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 				if !w.Done {
 					last := c.lastReported(mrg, w)
 					if m.err != nil {
-						fail(w, "worker %d (pod %s): its log stream broke at %s: %w", w.Index, w.Pod, last, m.err)
+						fail(w, "worker %d (pod %s) stopped at t=%s: its log stream broke (%s): %w", w.Index, w.Pod, w.lastAt.Truncate(time.Second), last, m.err)
 					} else {
-						fail(w, "worker %d (pod %s): its output ended before it said done, at %s", w.Index, w.Pod, last)
+						fail(w, "worker %d (pod %s) stopped at t=%s: its output ended before it said done (%s)", w.Index, w.Pod, w.lastAt.Truncate(time.Second), last)
 					}
 				}
 			}
@@ -237,7 +241,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 						fail(w, "worker %d never started: no output %s after t=0 (pod %s)", w.Index, spec.FirstStart()+c.StartGrace, orNone(w.Pod))
 					}
 				case now.Sub(w.heard) > c.StallAfter:
-					fail(w, "worker %d (pod %s) stopped reporting at t=%s: nothing for %s (%s)", w.Index, w.Pod,
+					fail(w, "worker %d (pod %s) stopped reporting at t=%s: nothing from it for %s (%s)", w.Index, w.Pod,
 						w.lastAt.Truncate(time.Second), c.StallAfter, c.lastReported(mrg, w))
 				}
 			}

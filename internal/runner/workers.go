@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/kube"
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/workers"
+)
+
+// DefaultWorkersStartMargin is how long after the workers Job is created
+// the run's t=0 lies: time for the pods to be scheduled, their image
+// pulled and the workers started.
+const DefaultWorkersStartMargin = 30 * time.Second
+
+// WorkersOptions configure load spread over worker pods (a scenario with
+// load.workers).
+type WorkersOptions struct {
+	// Kubeconfig, Context and Namespace follow kubectl's conventions; the
+	// scenario's allow-list applies.
+	Kubeconfig, Context, Namespace string
+	// StateDir holds the workers Job journal (drill cleanup reads it);
+	// "" records none.
+	StateDir string
+	// StartMargin: see DefaultWorkersStartMargin.
+	StartMargin time.Duration
+	// MaxStartLate: a worker ready later than this after its first
+	// stream's start makes the run invalid; default
+	// workers.DefaultMaxStartLate.
+	MaxStartLate time.Duration
+	// Client and Logs, when set, replace the kubeconfig's cluster (tests).
+	Client kubernetes.Interface
+	Logs   workers.LogStreamer
+}
+
+// seriesSink gathers merged seconds into series.
+type seriesSink struct{ sb measure.SeriesBuilder }
+
+func (s *seriesSink) WriteSecond(stream string, b *measure.Bucket) error {
+	s.sb.Add(stream, b)
+	return nil
+}
+
+// runWorkersLoad drives sc's streams on sc.Load.Workers worker pods of one
+// Indexed Job, merges their seconds, prints the same summary as one
+// process plus a line per worker, and judges the merged series by the lag
+// rule. Errors carry the exit code: 2 a context or namespace the scenario
+// does not allow, 3 the cluster could not be reached or the Job created,
+// 4 a worker failed or the merged load fell behind its schedule.
+func runWorkersLoad(ctx context.Context, opts LoadOptions, sc *scenario.Scenario, runID string, streams []scenario.Stream) error {
+	wo := opts.Workers
+	ns, kctx, cs := wo.Namespace, wo.Context, wo.Client
+	if ns == "" && sc.Environment.Kubernetes != nil {
+		ns = sc.Environment.Kubernetes.Namespace
+	}
+	if cs == nil {
+		cfg, err := kube.Load(wo.Kubeconfig, wo.Context, ns)
+		if err != nil {
+			return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("kubeconfig: %w", err))
+		}
+		if err := kube.CheckAllowed(sc.Environment.Kubernetes, cfg.Context, cfg.Namespace); err != nil {
+			return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: %w", sc.File, err))
+		}
+		if cs, err = cfg.Clientset(); err != nil {
+			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("connect to context %s: %w", cfg.Context, err))
+		}
+		ns, kctx = cfg.Namespace, cfg.Context
+	}
+	margin := wo.StartMargin
+	if margin <= 0 {
+		margin = DefaultWorkersStartMargin
+	}
+	spec := workers.Spec{RunID: runID, Workers: sc.Load.Workers, Start: time.Now().Add(margin).UTC(), Streams: streams}
+	var journal *workers.Journal
+	if wo.StateDir != "" {
+		var err error
+		if journal, err = workers.OpenJournal(wo.StateDir, runID, wo.Kubeconfig, kctx); err != nil {
+			return exitcode.Wrap(exitcode.CouldNotRun, err)
+		}
+	}
+	sink := &seriesSink{}
+	coord := &workers.Coordinator{
+		Client:  cs,
+		Job:     workers.JobOptions{Namespace: ns, Image: sc.Load.Image, Spec: spec},
+		Sink:    sink,
+		Logs:    wo.Logs,
+		Journal: journal,
+		Log:     opts.Logger.With("component", "workers"),
+
+		MaxStartLate: wo.MaxStartLate,
+	}
+	opts.Logger.Info("load spread over workers", "workers", spec.Workers, "namespace", ns, "t0", spec.Start)
+	res, runErr := coord.Run(ctx)
+	series := sink.sb.Series()
+	printLoadSummary(opts.Stdout, streams, series)
+	printWorkers(opts.Stdout, res)
+	if opts.Save != "" {
+		if err := saveSeries(opts.Save, series); err != nil {
+			return exitcode.Wrap(exitcode.CouldNotRun, err)
+		}
+	}
+	if runErr != nil {
+		if exitcode.Code(runErr) == exitcode.InvalidMeasurement {
+			return fmt.Errorf("drill load: measurement invalid: %w", runErr)
+		}
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill load: %w", runErr))
+	}
+	total := spec.Duration() + time.Second
+	v := record.Validity{
+		LoadBehind:       record.CheckLag(&scenario.Scenario{Streams: streams}, series, 0, total),
+		ConnectionErrors: record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, total),
+	}
+	if len(v.LoadBehind)+len(v.ConnectionErrors) > 0 {
+		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %s", v.Summary()))
+	}
+	return nil
+}
+
+// printWorkers writes one line per worker: its pod, requests sent, late
+// ones and how late it started.
+func printWorkers(w io.Writer, res workers.Result) {
+	for _, wr := range res.Workers {
+		state := "done"
+		switch {
+		case wr.Failed:
+			state = "FAILED"
+		case !wr.Done:
+			state = "stopped"
+		}
+		fmt.Fprintf(w, "worker %d  %s  pod %s  sent %d  late %d  started late by %s", wr.Index, state, wr.Pod, wr.Sent, wr.LateRequests, wr.Late)
+		if wr.Error != "" {
+			fmt.Fprintf(w, "  (%s)", wr.Error)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// refuseWorkersRun refuses (exit 2, before anything is touched) a drill
+// run of a scenario with load.workers: only drill load spreads load over
+// workers so far, and a run must not quietly drive it from one process.
+func refuseWorkersRun(sc *scenario.Scenario) error {
+	if sc.Load == nil || sc.Load.Workers == 0 {
+		return nil
+	}
+	return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: load.workers: drill run does not spread load over workers yet (drill load does); remove load.workers to run the drill from this process", sc.File))
+}
