@@ -80,7 +80,7 @@ func (s *collectSink) WriteSecond(stream string, b *measure.Bucket) error {
 	return nil
 }
 
-func runCoordinator(t *testing.T, faults map[int]workerstest.Fault) (workers.Result, error, *collectSink, *workerstest.Cluster, workers.Spec, string) {
+func runCoordinator(t *testing.T, faults map[int]workerstest.Fault, cancelAfter ...time.Duration) (workers.Result, error, *collectSink, *workerstest.Cluster, workers.Spec, string) {
 	t.Helper()
 	fc := workerstest.New(t, testNS, faults)
 	fc.Log = testLog(t)
@@ -103,10 +103,16 @@ func runCoordinator(t *testing.T, faults map[int]workerstest.Fault) (workers.Res
 		StallAfter: 1500 * time.Millisecond,
 		Poll:       100 * time.Millisecond,
 		// Workers in one test process on a busy machine: generous bounds.
-		MaxStartLate: 300 * time.Millisecond,
+		MaxStartLate: 500 * time.Millisecond,
 		Log:          testLog(t),
 	}
-	res, err := c.Run(ctx)
+	runCtx := ctx
+	if len(cancelAfter) > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeout(ctx, cancelAfter[0])
+		defer stop()
+	}
+	res, err := c.Run(runCtx)
 	return res, err, sink, fc, spec, state
 }
 
@@ -204,6 +210,17 @@ func TestCoordinatorWorkerFailures(t *testing.T) {
 			requireNothingLeft(t, fc.Client, state)
 		})
 	}
+}
+
+// TestCoordinatorStoppedDeletesJob: a run stopped mid-load (Ctrl-C, the
+// stop ladder) returns its context's error and still deletes the Job, its
+// pods and the journal entry.
+func TestCoordinatorStoppedDeletesJob(t *testing.T) {
+	_, err, _, fc, _, state := runCoordinator(t, nil, 1500*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run: %v, want the context's error", err)
+	}
+	requireNothingLeft(t, fc.Client, state)
 }
 
 // TestCleanupDeletesJournaledJob: a Job journaled by a run that was
