@@ -12,10 +12,15 @@ SEEDS    := $(wildcard scenarios/*.yaml)
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .DEFAULT_GOAL := help
-.PHONY: build test demo bench fidelity lint help
+.PHONY: build image test demo bench fidelity lint help
 
 build: ## Build bin/drill (static, trimmed paths, version stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/drill ./cmd/drill
+
+IMAGE    ?= drill:$(VERSION)
+
+image: build ## Build the FROM scratch image of bin/drill (IMAGE=registry/drill:tag; load.image of load workers)
+	docker build -f build/Dockerfile -t $(IMAGE) .
 
 test: lint ## make lint, unit tests, end-to-end tests one package at a time (drill as a child, drill pairs, real control plane), short fuzz
 	$(GO) test -timeout 30m ./cmd/... ./internal/... ./docs/...
