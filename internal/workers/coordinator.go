@@ -150,7 +150,15 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 	if err := c.Journal.Created(job.Namespace, job.Name, spec.RunID); err != nil {
 		return res, fmt.Errorf("journal the workers' job before creating it: %w", err)
 	}
-	if _, err := c.Client.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	secret, err := NewSpecSecret(c.Job)
+	if err != nil {
+		return res, exitcode.Wrap(exitcode.BadInput, err)
+	}
+	_, err = c.Client.CoreV1().Secrets(job.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+	if err == nil {
+		_, err = c.Client.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	}
+	if err != nil {
 		// Nothing ran; the journal entry is closed only when nothing of it
 		// can exist.
 		if derr := c.deleteJob(job.Namespace, job.Name, spec.RunID); derr == nil {
@@ -458,15 +466,19 @@ func (c *Coordinator) deleteJob(ns, name, runID string) error {
 	return DeleteJob(ctx, c.Client, ns, name, runID)
 }
 
-// DeleteJob deletes a run's workers Job (background propagation) and
-// every pod labelled with the run, and waits (up to ctx) until the API
-// server lists none of them. Not found is not an error.
+// DeleteJob deletes a run's workers Job (background propagation), its
+// spec Secret (of the same name) and every pod labelled with the run, and
+// waits (up to ctx) until the API server lists none of them. Not found is
+// not an error.
 func DeleteJob(ctx context.Context, cs kubernetes.Interface, ns, name, runID string) error {
 	bg := metav1.DeletePropagationBackground
 	zero := int64(0)
 	err := cs.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete job %s/%s: %w", ns, name, err)
+	}
+	if err := cs.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete secret %s/%s: %w", ns, name, err)
 	}
 	sel := metav1.ListOptions{LabelSelector: RunSelector(runID)}
 	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel); err != nil && !apierrors.IsNotFound(err) {

@@ -122,8 +122,9 @@ func requireNothingLeft(t *testing.T, cs kubernetes.Interface, state string) {
 	ctx := context.Background()
 	jobs, _ := cs.BatchV1().Jobs(testNS).List(ctx, metav1.ListOptions{})
 	pods, _ := cs.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{})
-	if len(jobs.Items)+len(pods.Items) > 0 {
-		t.Errorf("left behind %d jobs and %d pods", len(jobs.Items), len(pods.Items))
+	secrets, _ := cs.CoreV1().Secrets(testNS).List(ctx, metav1.ListOptions{})
+	if len(jobs.Items)+len(pods.Items)+len(secrets.Items) > 0 {
+		t.Errorf("left behind %d jobs, %d pods and %d secrets", len(jobs.Items), len(pods.Items), len(secrets.Items))
 	}
 	if entries, _ := workers.ReadJournals(state, ""); len(entries) > 0 {
 		t.Errorf("workers journal still has %v", entries)
@@ -239,6 +240,13 @@ func TestCleanupDeletesJournaledJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := fc.Client.BatchV1().Jobs(testNS).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := workers.NewSpecSecret(workers.JobOptions{Namespace: testNS, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.Client.CoreV1().Secrets(testNS).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0-x", Namespace: testNS, Labels: job.Spec.Template.Labels}}

@@ -23,6 +23,9 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 )
 
+// SpecKey is the key of the worker spec in the run's Secret.
+const SpecKey = "spec"
+
 // AnnotationIndex is the annotation Kubernetes puts on each pod of an
 // Indexed Job with its completion index.
 const AnnotationIndex = "batch.kubernetes.io/job-completion-index"
@@ -69,7 +72,8 @@ func RunSelector(runID string) string {
 	return LabelRun + "=" + runID + "," + LabelRole + "=" + RoleWorker
 }
 
-// NewJob returns the Indexed Job of o's workers: completionMode Indexed,
+// NewJob returns the Indexed Job of o's workers (their spec comes from
+// the Secret [NewSpecSecret] returns, of the same name): completionMode Indexed,
 // parallelism and completions Spec.Workers, no retries (backoffLimit 0:
 // a worker that fails is reported, never silently replaced, which would
 // send its hits twice), restartPolicy Never, labelled with the run id,
@@ -87,10 +91,6 @@ func NewJob(o JobOptions) (*batchv1.Job, error) {
 		errs = append(errs, errors.New("workers job: image is required (load.image: the drill image the workers run)"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	env, err := o.Spec.Encode()
-	if err != nil {
 		return nil, err
 	}
 	cmd := o.Command
@@ -139,13 +139,43 @@ func NewJob(o JobOptions) (*batchv1.Job, error) {
 						Name:    "worker",
 						Image:   o.Image,
 						Command: cmd,
-						Env:     []corev1.EnvVar{{Name: EnvSpec, Value: env}},
+						// The spec holds the streams' headers, secrets included:
+						// it lives in the run's Secret, not in the Job.
+						Env: []corev1.EnvVar{{Name: EnvSpec, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+							LocalObjectReference: corev1.LocalObjectReference{Name: JobName(o.Spec.RunID)},
+							Key:                  SpecKey,
+						}}}},
 					}},
 				},
 			},
 		},
 	}
 	return job, nil
+}
+
+// NewSpecSecret returns the Secret that holds the workers' spec (key
+// SpecKey; the streams' headers may carry credentials), named and
+// labelled like the Job. Errors: a bad spec, no namespace.
+func NewSpecSecret(o JobOptions) (*corev1.Secret, error) {
+	if err := o.Spec.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Namespace == "" {
+		return nil, errors.New("workers secret: namespace is required")
+	}
+	env, err := o.Spec.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      JobName(o.Spec.RunID),
+			Namespace: o.Namespace,
+			Labels:    map[string]string{LabelRun: o.Spec.RunID, LabelRole: RoleWorker, LabelManagedBy: "drill"},
+		},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: map[string]string{SpecKey: env},
+	}, nil
 }
 
 // podIndex returns the completion index of a pod of the Job, or an error

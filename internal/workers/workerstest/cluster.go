@@ -125,8 +125,20 @@ func (f *Cluster) Run(ctx context.Context) {
 func (f *Cluster) startPods(ctx context.Context, tpl *corev1.PodTemplateSpec, job string, n int) {
 	var env string
 	for _, e := range tpl.Spec.Containers[0].Env {
-		if e.Name == workers.EnvSpec {
-			env = e.Value
+		if e.Name != workers.EnvSpec {
+			continue
+		}
+		env = e.Value
+		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
+			sec, err := f.Client.CoreV1().Secrets(f.Namespace).Get(ctx, ref.SecretKeyRef.Name, metav1.GetOptions{})
+			if err != nil {
+				f.t.Errorf("pod template: %v", err)
+				return
+			}
+			env = sec.StringData[ref.SecretKeyRef.Key]
+			if v, ok := sec.Data[ref.SecretKeyRef.Key]; ok {
+				env = string(v)
+			}
 		}
 	}
 	spec, err := workers.DecodeSpec(env)
