@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -44,8 +45,12 @@ const (
 // Faults[i] breaks worker i after BreakAfter.
 type Cluster struct {
 	t *testing.T
-	// Client is the fake clientset (delete-collection of pods works).
-	Client     *fake.Clientset
+	// Client is the cluster: a fake clientset (delete-collection of pods
+	// works) from New, a real API server from NewExternal.
+	Client kubernetes.Interface
+	// external: a real Job controller creates the pods; Run only plays
+	// their kubelet.
+	external   bool
 	Namespace  string
 	Faults     map[int]Fault
 	BreakAfter time.Duration
@@ -83,6 +88,15 @@ func New(t *testing.T, ns string, faults map[int]Fault) *Cluster {
 		Log: slog.New(slog.DiscardHandler), pipes: map[string]*io.PipeReader{}}
 }
 
+// NewExternal plays the kubelet for the workers Job's pods on a real API
+// server (whose Job controller creates them, and where nothing schedules
+// or runs them): Run marks each pod of the role load-worker in ns Running
+// and runs its worker in-process, Logs returns its output.
+func NewExternal(t *testing.T, cs kubernetes.Interface, ns string, faults map[int]Fault) *Cluster {
+	return &Cluster{t: t, Client: cs, Namespace: ns, Faults: faults, BreakAfter: 1500 * time.Millisecond, external: true,
+		Log: slog.New(slog.DiscardHandler), pipes: map[string]*io.PipeReader{}}
+}
+
 // Logs is the workers.LogStreamer of the cluster's pods.
 func (f *Cluster) Logs(ctx context.Context, ns, pod string) (io.ReadCloser, error) {
 	f.mu.Lock()
@@ -100,9 +114,9 @@ func (f *Cluster) setPhase(ctx context.Context, name string, phase corev1.PodPha
 		return // deleted
 	}
 	pod.Status.Phase = phase
-	if exit != 0 {
+	if phase == corev1.PodSucceeded || phase == corev1.PodFailed {
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "worker", State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Error"}}}}
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: reason(exit)}}}}
 	}
 	_, _ = f.Client.CoreV1().Pods(f.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 }
@@ -110,6 +124,10 @@ func (f *Cluster) setPhase(ctx context.Context, name string, phase corev1.PodPha
 // Run waits (in the background) for the Job, then starts its pods and
 // workers; they stop when ctx ends. Call Wait after ctx ended.
 func (f *Cluster) Run(ctx context.Context) {
+	if f.external {
+		f.wg.Go(func() { f.kubelet(ctx) })
+		return
+	}
 	f.wg.Go(func() {
 		for ctx.Err() == nil {
 			jobs, err := f.Client.BatchV1().Jobs(f.Namespace).List(ctx, metav1.ListOptions{})
@@ -122,7 +140,8 @@ func (f *Cluster) Run(ctx context.Context) {
 	})
 }
 
-func (f *Cluster) startPods(ctx context.Context, tpl *corev1.PodTemplateSpec, job string, n int) {
+// specOf reads the workers' spec a pod template refers to.
+func (f *Cluster) specOf(ctx context.Context, tpl *corev1.PodTemplateSpec) (workers.Spec, error) {
 	var env string
 	for _, e := range tpl.Spec.Containers[0].Env {
 		if e.Name != workers.EnvSpec {
@@ -132,8 +151,7 @@ func (f *Cluster) startPods(ctx context.Context, tpl *corev1.PodTemplateSpec, jo
 		if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
 			sec, err := f.Client.CoreV1().Secrets(f.Namespace).Get(ctx, ref.SecretKeyRef.Name, metav1.GetOptions{})
 			if err != nil {
-				f.t.Errorf("pod template: %v", err)
-				return
+				return workers.Spec{}, fmt.Errorf("the spec's secret: %w", err)
 			}
 			env = sec.StringData[ref.SecretKeyRef.Key]
 			if v, ok := sec.Data[ref.SecretKeyRef.Key]; ok {
@@ -141,17 +159,17 @@ func (f *Cluster) startPods(ctx context.Context, tpl *corev1.PodTemplateSpec, jo
 			}
 		}
 	}
-	spec, err := workers.DecodeSpec(env)
+	return workers.DecodeSpec(env)
+}
+
+func (f *Cluster) startPods(ctx context.Context, tpl *corev1.PodTemplateSpec, job string, n int) {
+	spec, err := f.specOf(ctx, tpl)
 	if err != nil {
 		f.t.Errorf("pod template: %v", err)
 		return
 	}
 	for i := range n {
 		name := fmt.Sprintf("%s-%d-abcde", job, i)
-		pr, pw := io.Pipe()
-		f.mu.Lock()
-		f.pipes[name] = pr
-		f.mu.Unlock()
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace, Labels: tpl.Labels,
 				Annotations: map[string]string{workers.AnnotationIndex: fmt.Sprint(i)}},
@@ -162,6 +180,52 @@ func (f *Cluster) startPods(ctx context.Context, tpl *corev1.PodTemplateSpec, jo
 			f.t.Errorf("create pod: %v", err)
 			return
 		}
+		f.startWorker(ctx, name, i, spec)
+	}
+}
+
+// kubelet marks each new worker pod Running and runs its worker.
+func (f *Cluster) kubelet(ctx context.Context) {
+	started := map[string]bool{}
+	for ctx.Err() == nil {
+		pods, err := f.Client.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{LabelSelector: workers.LabelRole + "=" + workers.RoleWorker})
+		if err == nil {
+			for i := range pods.Items {
+				pod := &pods.Items[i]
+				v, ok := pod.Annotations[workers.AnnotationIndex]
+				if started[pod.Name] || !ok || pod.DeletionTimestamp != nil {
+					continue
+				}
+				started[pod.Name] = true
+				var idx int
+				if _, err := fmt.Sscanf(v, "%d", &idx); err != nil {
+					f.t.Errorf("pod %s: index %q", pod.Name, v)
+					continue
+				}
+				spec, err := f.specOf(ctx, &corev1.PodTemplateSpec{Spec: pod.Spec})
+				if err != nil {
+					f.t.Errorf("pod %s: %v", pod.Name, err)
+					continue
+				}
+				f.setPhase(ctx, pod.Name, corev1.PodRunning, 0)
+				f.startWorker(ctx, pod.Name, idx, spec)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// startWorker runs worker i of spec in pod name, its output a pipe Logs
+// returns, broken as Faults[i] says.
+func (f *Cluster) startWorker(ctx context.Context, name string, i int, spec workers.Spec) {
+	{
+		pr, pw := io.Pipe()
+		f.mu.Lock()
+		f.pipes[name] = pr
+		f.mu.Unlock()
 		wctx, cancel := context.WithCancel(ctx)
 		var out io.Writer = pw
 		switch f.Faults[i] {
@@ -210,3 +274,10 @@ func (s *silencer) Write(p []byte) (int, error) {
 
 // Wait waits for every worker goroutine (after the Run context ended).
 func (f *Cluster) Wait() { f.wg.Wait() }
+
+func reason(exit int32) string {
+	if exit == 0 {
+		return "Completed"
+	}
+	return "Error"
+}
