@@ -80,7 +80,16 @@ func (s *collectSink) WriteSecond(stream string, b *measure.Bucket) error {
 	return nil
 }
 
-func runCoordinator(t *testing.T, faults map[int]workerstest.Fault, cancelAfter ...time.Duration) (workers.Result, error, *collectSink, *workerstest.Cluster, workers.Spec, string) {
+// coordRun is what runCoordinator saw.
+type coordRun struct {
+	res   workers.Result
+	sink  *collectSink
+	fc    *workerstest.Cluster
+	spec  workers.Spec
+	state string
+}
+
+func runCoordinator(t *testing.T, faults map[int]workerstest.Fault, cancelAfter ...time.Duration) (coordRun, error) {
 	t.Helper()
 	fc := workerstest.New(t, testNS, faults)
 	fc.Log = testLog(t)
@@ -113,7 +122,7 @@ func runCoordinator(t *testing.T, faults map[int]workerstest.Fault, cancelAfter 
 		defer stop()
 	}
 	res, err := c.Run(runCtx)
-	return res, err, sink, fc, spec, state
+	return coordRun{res: res, sink: sink, fc: fc, spec: spec, state: state}, err
 }
 
 // requireNothingLeft: no Job, no pod, no journal entry of the run.
@@ -136,7 +145,8 @@ func requireNothingLeft(t *testing.T, cs kubernetes.Interface, state string) {
 // second handed on once, every request answered; the Job, its pods and
 // the journal entry are gone afterwards.
 func TestCoordinatorMergesWorkers(t *testing.T) {
-	res, err, sink, fc, spec, state := runCoordinator(t, nil)
+	r, err := runCoordinator(t, nil)
+	res, sink, fc, spec, state := r.res, r.sink, r.fc, r.spec, r.state
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -196,7 +206,8 @@ func TestCoordinatorWorkerFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err, _, fc, _, state := runCoordinator(t, tc.faults)
+			r, err := runCoordinator(t, tc.faults)
+			fc, state := r.fc, r.state
 			if !errors.Is(err, workers.ErrWorkerFailed) {
 				t.Fatalf("Run: %v, want workers.ErrWorkerFailed", err)
 			}
@@ -217,7 +228,8 @@ func TestCoordinatorWorkerFailures(t *testing.T) {
 // stop ladder) returns its context's error and still deletes the Job, its
 // pods and the journal entry.
 func TestCoordinatorStoppedDeletesJob(t *testing.T) {
-	_, err, _, fc, _, state := runCoordinator(t, nil, 1500*time.Millisecond)
+	r, err := runCoordinator(t, nil, 1500*time.Millisecond)
+	fc, state := r.fc, r.state
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Run: %v, want the context's error", err)
 	}
