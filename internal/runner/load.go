@@ -89,7 +89,8 @@ func Load(ctx context.Context, opts LoadOptions) (rerr error) {
 		}
 		dir = filepath.Dir(s.File)
 		if s.Load != nil && s.Load.Workers > 0 {
-			return runWorkersLoad(ctx, opts, s, runID, streams)
+			// The Job's run id is one drill cleanup --run takes (a-z, 0-9, '.').
+			return runWorkersLoad(ctx, opts, s, strings.ReplaceAll(runID, "-", "."), streams)
 		}
 	}
 	return runLoad(ctx, opts, streams, dir)
