@@ -67,12 +67,17 @@ func TestCoordinatorOnAPIServer(t *testing.T) {
 			defer func() { stop(); fc.Wait() }()
 			fc.Run(runCtx)
 			spec := testSpec(stub(t), 3)
-			// Time for the Job controller to make the pods.
-			spec.Start = time.Now().Add(3 * time.Second)
+			// Time for the Job controller to make the pods and this test's
+			// kubelet to start them (one API call after another).
+			spec.Start = time.Now().Add(8 * time.Second)
 			sink := &collectSink{}
 			c := &workers.Coordinator{
 				Client: cs, Job: workers.JobOptions{Namespace: ns, Image: "drill:test", Spec: spec},
-				Sink: sink, Logs: fc.Logs, Poll: 100 * time.Millisecond, StallAfter: 3 * time.Second,
+				Sink: sink, Logs: fc.Logs, Poll: 100 * time.Millisecond,
+				// Workers, test kubelet and control plane share this machine:
+				// with 3 s (and the 5 s default) the run was judged stalled
+				// here once the load began (a worker's lines ~7 s apart).
+				StallAfter: 10 * time.Second,
 				MaxStartLate: 500 * time.Millisecond, Log: testLog(t),
 			}
 			res, err := c.Run(runCtx)

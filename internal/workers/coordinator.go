@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -117,9 +118,12 @@ type workerState struct {
 	following bool
 	readyAt   time.Duration // worker clock of its ready line
 	lastAt    time.Duration // worker clock of its last status line
-	heard     time.Time     // when the coordinator last got a line from it
-	ended     bool          // its log stream ended
-	failed    error
+	// read is when its follower last read a line from its log (Unix ns),
+	// written by the follower: a loop busy with a slow API call must not
+	// take queued lines for silence.
+	read   *atomic.Int64
+	ended  bool // its log stream ended
+	failed error
 }
 
 // msg is what a log follower sends the coordinator's loop.
@@ -179,7 +183,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 
 	ws := make([]*workerState, spec.Workers)
 	for i := range ws {
-		ws[i] = &workerState{WorkerReport: WorkerReport{Index: i}}
+		ws[i] = &workerState{WorkerReport: WorkerReport{Index: i}, read: new(atomic.Int64)}
 	}
 	defer func() {
 		for _, w := range ws {
@@ -218,7 +222,6 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 			return res, fmt.Errorf("workers: %w", ctx.Err())
 		case m := <-msgs:
 			w := ws[m.worker]
-			w.heard = time.Now()
 			switch {
 			case m.bucket != nil:
 				if err := mrg.add(m.worker, m.stream, m.bucket); err != nil {
@@ -244,11 +247,11 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 			for _, w := range ws {
 				switch {
 				case w.failed != nil || (w.Done && w.ended):
-				case w.heard.IsZero():
+				case w.read.Load() == 0:
 					if now.After(spec.Start.Add(spec.FirstStart() + c.StartGrace)) {
 						fail(w, "worker %d never started: no output %s after t=0 (pod %s)", w.Index, spec.FirstStart()+c.StartGrace, orNone(w.Pod))
 					}
-				case now.Sub(w.heard) > c.StallAfter:
+				case now.Sub(time.Unix(0, w.read.Load())) > c.StallAfter:
 					fail(w, "worker %d (pod %s) stopped reporting at t=%s: nothing from it for %s (%s)", w.Index, w.Pod,
 						w.lastAt.Truncate(time.Second), c.StallAfter, c.lastReported(mrg, w))
 				}
@@ -356,7 +359,7 @@ func (c *Coordinator) listPods(ctx context.Context, ns, runID string, ws []*work
 		started := pod.Status.Phase == corev1.PodRunning || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 		if started && !w.following {
 			w.following = true
-			go c.follow(follow, ns, pod.Name, idx, msgs)
+			go c.follow(follow, ns, pod.Name, idx, w.read, msgs)
 		}
 		if pod.Status.Phase == corev1.PodFailed && !w.Done {
 			fail(w, "worker %d (pod %s) failed at t=%s: %s", idx, pod.Name, w.lastAt.Truncate(time.Second), podReason(pod))
@@ -413,9 +416,9 @@ func podReason(pod *corev1.Pod) string {
 	return strings.Join(parts, ": ")
 }
 
-// follow reads a pod's log lines and sends them on; it sends an end
-// message when the log ends.
-func (c *Coordinator) follow(ctx context.Context, ns, pod string, idx int, msgs chan<- msg) {
+// follow reads a pod's log lines and sends them on, storing when it read
+// each in read; it sends an end message when the log ends.
+func (c *Coordinator) follow(ctx context.Context, ns, pod string, idx int, read *atomic.Int64, msgs chan<- msg) {
 	send := func(m msg) bool {
 		select {
 		case msgs <- m:
@@ -432,12 +435,14 @@ func (c *Coordinator) follow(ctx context.Context, ns, pod string, idx int, msgs 
 	defer rc.Close()
 	err = measure.ReadJournal(rc, measure.JournalReader{
 		Second: func(stream string, b *measure.Bucket) error {
+			read.Store(time.Now().UnixNano())
 			if !send(msg{worker: idx, stream: stream, bucket: b}) {
 				return ctx.Err()
 			}
 			return nil
 		},
 		Data: func(kind string, data json.RawMessage) error {
+			read.Store(time.Now().UnixNano())
 			if kind != KindWorker {
 				return nil
 			}

@@ -207,8 +207,9 @@ func (f *Cluster) kubelet(ctx context.Context) {
 					f.t.Errorf("pod %s: %v", pod.Name, err)
 					continue
 				}
-				f.setPhase(ctx, pod.Name, corev1.PodRunning, 0)
+				// The log exists before the pod says Running.
 				f.startWorker(ctx, pod.Name, idx, spec)
+				f.setPhase(ctx, pod.Name, corev1.PodRunning, 0)
 			}
 		}
 		select {
