@@ -77,7 +77,7 @@ func TestCoordinatorOnAPIServer(t *testing.T) {
 				// Workers, test kubelet and control plane share this machine:
 				// with 3 s (and the 5 s default) the run was judged stalled
 				// here once the load began (a worker's lines ~7 s apart).
-				StallAfter: 10 * time.Second,
+				StallAfter:   10 * time.Second,
 				MaxStartLate: 500 * time.Millisecond, Log: testLog(t),
 			}
 			res, err := c.Run(runCtx)
