@@ -4,9 +4,12 @@
 // the median of the nights before it (DESIGN section 7a, History) with
 // the rules of internal/compare.
 //
-// Runs are read through internal/record's Load and summarised one at a
-// time into a [Night]; only the summaries are kept, so memory grows with
-// the number of nights and figures, not with the size of run.json.
+// Runs are read through internal/record and summarised into a [Night],
+// one record per CPU at a time; only the summaries are kept, so memory
+// grows with the number of nights and figures, not with the size of
+// run.json. Each summary is also kept beside its run.json (run.summary.json,
+// a cache keyed by the run.json's SHA-256), so the next history reads a few
+// kilobytes per night instead of decoding every second's histograms.
 package history
 
 import (
@@ -145,13 +148,20 @@ type Options struct {
 	Scenario string
 	// Force accepts runs of different scenarios (by digest, else name).
 	Force bool
+	// ReadOnly uses the summary files found beside run.json files but
+	// writes none (see [Load]).
+	ReadOnly bool
 }
 
 // Load finds every run under paths (run.json files, report directories,
 // or directories holding report directories at any depth; a re-judged
 // copy of a run, with the same run id, counts once: the one nearest the
 // top), summarises each, and returns the nights oldest first after
-// applying opt. Errors carry exit code 2 and name the file or directory:
+// applying opt. A run's summary is read from the summary file beside its
+// run.json ([SummaryPath]) when that summarises exactly these run.json
+// bytes; otherwise the record is loaded and summarised, and (unless
+// opt.ReadOnly) the summary file written for the next time. Errors carry
+// exit code 2 and name the file or directory:
 // a path that does not exist, a run.json that cannot be read, no run
 // found, or runs of different scenarios without Force.
 func Load(paths []string, opt Options) ([]Night, error) {
@@ -191,21 +201,21 @@ func Load(paths []string, opt Options) ([]Night, error) {
 		})
 		files = append(files, found...)
 	}
+	all, err := readNights(files, opt.ReadOnly)
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("history: %w", err))
+	}
 	seen := map[string]bool{}
 	var nights []Night
-	for _, f := range files {
-		run, err := record.Load(f)
-		if err != nil {
-			return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("history: %w", err))
-		}
-		if seen[run.RunID] {
+	for _, n := range all {
+		if seen[n.RunID] {
 			continue
 		}
-		seen[run.RunID] = true
-		if opt.Scenario != "" && run.Name() != opt.Scenario {
+		seen[n.RunID] = true
+		if opt.Scenario != "" && n.Scenario != opt.Scenario {
 			continue
 		}
-		nights = append(nights, Summarise(f, run))
+		nights = append(nights, n)
 	}
 	if len(nights) == 0 {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("history: no run of scenario %q under %s", opt.Scenario, strings.Join(paths, ", ")))

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"image/png"
 	"io"
+	"runtime"
 	"strconv"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/drillhq/drill/internal/compare"
 	"github.com/drillhq/drill/internal/exitcode"
@@ -260,12 +264,13 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 		p.Y.Max = p.Y.Min + 1
 	}
 	p.Y.Max *= 1.4
-	w, err := p.WriterTo(9*vg.Inch, 2.8*vg.Inch, "png")
-	if err != nil {
-		return "", fmt.Errorf("render plot %s: %w", s.Key, err)
-	}
+	// Drawn as p.WriterTo would (96 dpi), then PNG-encoded with the
+	// fastest compression: the same pixels in a third of the time.
+	c := vgimg.New(9*vg.Inch, 2.8*vg.Inch)
+	p.Draw(draw.New(c))
 	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, c.Image()); err != nil {
 		return "", fmt.Errorf("render plot %s: %w", s.Key, err)
 	}
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
@@ -385,16 +390,12 @@ func WriteHTML(w io.Writer, r *Report) error {
 			}
 		}
 	}
-	for _, s := range r.Figures {
-		med, ok := medians[s.Key]
-		if !ok {
-			med = -1
-		}
-		src, err := plotSeries(s, n, med)
-		if err != nil {
-			return err
-		}
-		fv := figView{Title: s.Key.Section + " " + s.Key.String(), Src: template.URL(src)}
+	srcs, err := plotAll(r.Figures, n, medians)
+	if err != nil {
+		return err
+	}
+	for fi, s := range r.Figures {
+		fv := figView{Title: s.Key.Section + " " + s.Key.String(), Src: template.URL(srcs[fi])}
 		for i, p := range s.Points {
 			if p == nil {
 				continue
@@ -411,6 +412,39 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return fmt.Errorf("write history page: %w", err)
 	}
 	return nil
+}
+
+// plotAll draws every figure's plot (see [plotSeries]; medians by key,
+// none for a key missing) on up to GOMAXPROCS goroutines, and returns
+// their data URLs in figures' order, or the first figure's error in that
+// order.
+func plotAll(figures []Series, nights []Night, medians map[Key]float64) ([]string, error) {
+	srcs := make([]string, len(figures))
+	errs := make([]error, len(figures))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(figures)) {
+		wg.Go(func() {
+			for i := range next {
+				med, ok := medians[figures[i].Key]
+				if !ok {
+					med = -1
+				}
+				srcs[i], errs[i] = plotSeries(figures[i], nights, med)
+			}
+		})
+	}
+	for i := range figures {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return srcs, nil
 }
 
 // outcome says in a few words how a night's faults went, from its
