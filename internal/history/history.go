@@ -7,9 +7,9 @@
 // Runs are read through internal/record and summarised into a [Night],
 // one record per CPU at a time; only the summaries are kept, so memory
 // grows with the number of nights and figures, not with the size of
-// run.json. Each summary is also kept beside its run.json (run.summary.json,
-// a cache keyed by the run.json's SHA-256), so the next history reads a few
-// kilobytes per night instead of decoding every second's histograms.
+// run.json. A summary kept beside its run.json (run.summary.json, keyed
+// by the run.json's SHA-256; see [WriteSummary]) is read instead of the
+// record: a few kilobytes per night instead of every second's histograms.
 package history
 
 import (
@@ -148,9 +148,10 @@ type Options struct {
 	Scenario string
 	// Force accepts runs of different scenarios (by digest, else name).
 	Force bool
-	// ReadOnly uses the summary files found beside run.json files but
-	// writes none (see [Load]).
-	ReadOnly bool
+	// WriteSummaries writes a summary file beside each run.json that had
+	// none (or a stale one), for the next history to read (see [Load]);
+	// without it Load writes nothing.
+	WriteSummaries bool
 }
 
 // Load finds every run under paths (run.json files, report directories,
@@ -159,9 +160,10 @@ type Options struct {
 // top), summarises each, and returns the nights oldest first after
 // applying opt. A run's summary is read from the summary file beside its
 // run.json ([SummaryPath]) when that summarises exactly these run.json
-// bytes; otherwise the record is loaded and summarised, and (unless
-// opt.ReadOnly) the summary file written for the next time. Errors carry
-// exit code 2 and name the file or directory:
+// bytes (as [WriteSummary] writes it when run.json is written); otherwise
+// the record is loaded and summarised, and with opt.WriteSummaries the
+// summary file written for the next time. Errors carry exit code 2 and
+// name the file or directory:
 // a path that does not exist, a run.json that cannot be read, no run
 // found, or runs of different scenarios without Force.
 func Load(paths []string, opt Options) ([]Night, error) {
@@ -201,7 +203,7 @@ func Load(paths []string, opt Options) ([]Night, error) {
 		})
 		files = append(files, found...)
 	}
-	all, err := readNights(files, opt.ReadOnly)
+	all, err := readNights(files, opt.WriteSummaries)
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("history: %w", err))
 	}

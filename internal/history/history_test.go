@@ -45,7 +45,7 @@ const realRuns = "../../testdata/runs/orders-db-brownout-short"
 // trend page has one plot per figure.
 func TestGoldenRealNights(t *testing.T) {
 	t.Parallel()
-	nights, err := Load([]string{realRuns}, Options{ReadOnly: true}) // no summary files in the source tree
+	nights, err := Load([]string{realRuns}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

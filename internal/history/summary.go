@@ -17,8 +17,8 @@ import (
 )
 
 // SummaryVersion names the shape of a summary file and the way its figures
-// were summarised; a summary of another version is ignored (and, unless
-// read-only, rewritten). Change it whenever [Summarise] changes.
+// were summarised; a summary of another version is ignored. Change it
+// whenever [Summarise] changes.
 const SummaryVersion = "drill.dev/history-summary/v1"
 
 // A summary file holds one run's [Night] beside its run.json, so that
@@ -55,10 +55,12 @@ func SummaryPath(path string) string {
 	return strings.TrimSuffix(path, ".json") + ".summary.json"
 }
 
-// WriteSummary writes the summary of run, whose run.json bytes are
-// runJSON, beside path (see [SummaryPath]), through a temporary file and a
-// rename so a reader never sees half of it. It returns an error naming the
-// summary file when it cannot be encoded or written.
+// WriteSummary writes the summary of run, whose run.json bytes (at path)
+// are runJSON, beside path (see [SummaryPath]), through a temporary file
+// and a rename so a reader never sees half of it. Whatever writes a
+// run.json may call it, so that history never has to load that record.
+// It returns an error naming the summary file when it cannot be encoded
+// or written.
 func WriteSummary(path string, runJSON []byte, run *record.Run) error {
 	return writeSummary(path, sha(runJSON), Summarise(path, run))
 }
@@ -133,10 +135,10 @@ func readSummary(path, runSHA string) (n Night, ok bool) {
 }
 
 // readNight summarises the run record at path: from its summary file when
-// that is current, else by loading the record (and then, unless readOnly,
+// that is current, else by loading the record (and then, with write,
 // writing the summary; a summary that cannot be written is no error, the
 // next history just loads the record again). Errors name path.
-func readNight(path string, readOnly bool) (Night, error) {
+func readNight(path string, write bool) (Night, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Night{}, fmt.Errorf("read run record: %w", err)
@@ -150,7 +152,7 @@ func readNight(path string, readOnly bool) (Night, error) {
 		return Night{}, fmt.Errorf("load run record %s: %w", path, err)
 	}
 	n := Summarise(path, run)
-	if !readOnly {
+	if write {
 		_ = writeSummary(path, sum, n)
 	}
 	return n, nil
@@ -159,7 +161,7 @@ func readNight(path string, readOnly bool) (Night, error) {
 // readNights summarises every file, in order, on up to GOMAXPROCS
 // goroutines (one run record in memory per goroutine). It returns the
 // first file's error in files' order.
-func readNights(files []string, readOnly bool) ([]Night, error) {
+func readNights(files []string, write bool) ([]Night, error) {
 	nights := make([]Night, len(files))
 	errs := make([]error, len(files))
 	next := make(chan int)
@@ -167,7 +169,7 @@ func readNights(files []string, readOnly bool) ([]Night, error) {
 	for range min(runtime.GOMAXPROCS(0), len(files)) {
 		wg.Go(func() {
 			for i := range next {
-				nights[i], errs[i] = readNight(files[i], readOnly)
+				nights[i], errs[i] = readNight(files[i], write)
 			}
 		})
 	}

@@ -31,11 +31,12 @@ func sameNights(t *testing.T, got, want []Night) {
 	}
 }
 
-// TestSummaryFiles: Load leaves a summary beside each run.json and reads
-// it in preference the next time, with the same nights as loading every
-// record; a summary that is stale (its run.json re-judged in place),
-// damaged, of another version or unwritable is not used; ReadOnly writes
-// none.
+// TestSummaryFiles: Load with WriteSummaries (or WriteSummary) leaves a
+// summary beside each run.json, read in preference the next time with
+// the same nights as loading every record; a summary that is stale (its
+// run.json re-judged in place), damaged, of another version or
+// unwritable is not used (and rewritten with WriteSummaries); Load
+// without WriteSummaries writes none.
 func TestSummaryFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -43,16 +44,16 @@ func TestSummaryFiles(t *testing.T) {
 	night := func(i int) string {
 		return filepath.Join(dir, "payment-tax-brownout-2026010"+string(rune('1'+i))+"T020000Z", "run.json")
 	}
-	fromRecords, err := Load([]string{dir}, Options{ReadOnly: true})
+	fromRecords, err := Load([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
 		if _, err := os.Stat(SummaryPath(night(i))); err == nil {
-			t.Fatalf("ReadOnly wrote %s", SummaryPath(night(i)))
+			t.Fatalf("Load without WriteSummaries wrote %s", SummaryPath(night(i)))
 		}
 	}
-	if _, err := Load([]string{dir}, Options{}); err != nil {
+	if _, err := Load([]string{dir}, Options{WriteSummaries: true}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -97,6 +98,30 @@ func TestSummaryFiles(t *testing.T) {
 		t.Fatalf("night 1's summary file was not read (why %q)", ns[0].Why)
 	}
 
+	// WriteSummary, as a run.json's writer would call it.
+	os.Remove(SummaryPath(night(1)))
+	b, err := os.ReadFile(night(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := record.Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSummary(night(1), b, r1); err != nil {
+		t.Fatal(err)
+	}
+	plant(t, night(1), func(sf *summaryFile) { sf.Night.Why = "planted" })
+	if ns, err = Load([]string{dir}, Options{}); err != nil || ns[1].Why != "planted" {
+		t.Fatalf("the summary WriteSummary wrote was not read: %v", err)
+	}
+	if err := WriteSummary(night(1), b, r1); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSummary(filepath.Join(dir, "no", "such", "run.json"), b, r1); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "no", "such", "run.summary.json")) {
+		t.Errorf("unwritable summary: error %v, want one naming the file", err)
+	}
+
 	for _, tc := range []struct {
 		name   string
 		damage func(t *testing.T, path string)
@@ -115,11 +140,11 @@ func TestSummaryFiles(t *testing.T) {
 		{"a directory", func(_ *testing.T, p string) { os.Remove(SummaryPath(p)); os.Mkdir(SummaryPath(p), 0o755) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Load([]string{dir}, Options{}); err != nil { // a current summary to damage
+			if _, err := Load([]string{dir}, Options{WriteSummaries: true}); err != nil { // a current summary to damage
 				t.Fatal(err)
 			}
 			tc.damage(t, night(0))
-			ns, err := Load([]string{dir}, Options{})
+			ns, err := Load([]string{dir}, Options{WriteSummaries: true})
 			if err != nil {
 				t.Fatal(err)
 			}
