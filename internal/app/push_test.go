@@ -100,3 +100,46 @@ streams:
 		})
 	}
 }
+
+// TestExportBadRecord: drill export of a truncated, corrupt or foreign
+// run.json, or of a directory without one, is exit 2 naming the file or
+// directory, and pushes nothing.
+func TestExportBadRecord(t *testing.T) {
+	t.Chdir(filepath.Join("..", ".."))
+	b, err := os.ReadFile(night1 + "/run.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, content []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := t.TempDir()
+	// Nothing listens there: a push attempted would be exit 3, not 2.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "http://" + l.Addr().String()
+	l.Close()
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"truncated", write("truncated.json", b[:len(b)/2]), "not a JSON run record"},
+		{"not JSON", write("garbage.json", []byte("\x00\x01garbage")), "not a JSON run record"},
+		{"not a run record", write("other.json", []byte(`{"kind":"Scenario"}`)), "no schemaVersion"},
+		{"other schema version", write("v0.json", []byte(`{"schemaVersion":"drill.dev/run/v0"}`)), `schema "drill.dev/run/v0" is not supported`},
+		{"empty directory", empty, empty},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := drill(t, "export", tc.path, "--pushgateway", gone)
+			if code != 2 || !strings.Contains(stderr, tc.path) || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, want 2; stderr:\n%s\nwant it to name %s and contain %q", code, stderr, tc.path, tc.want)
+			}
+		})
+	}
+}

@@ -168,6 +168,15 @@ func TestLoadSelection(t *testing.T) {
 	trunc := filepath.Join(t.TempDir(), "run.json")
 	b, _ := os.ReadFile(filepath.Join(dir, "payment-tax-brownout-20260101T020000Z", "run.json"))
 	os.WriteFile(trunc, b[:100], 0o644)
+	corrupt := filepath.Join(t.TempDir(), "run.json")
+	os.WriteFile(corrupt, []byte("\x00garbage"), 0o644)
+	foreign := filepath.Join(t.TempDir(), "run.json")
+	os.WriteFile(foreign, []byte(`{"schemaVersion":"drill.dev/run/v0"}`), 0o644)
+	// A directory of nights with one truncated among them.
+	mixed := t.TempDir()
+	nightly(t, mixed, 2, nil)
+	mixedBad := filepath.Join(mixed, "payment-tax-brownout-20260102T020000Z", "run.json")
+	os.WriteFile(mixedBad, b[:len(b)/3], 0o644)
 	other := t.TempDir()
 	nightly(t, other, 1, func(_ int, r *record.Run) { r.RunID = "other-01"; r.Scenario.Streams[0].Rate.Freq++ })
 	for _, tc := range []struct {
@@ -178,7 +187,10 @@ func TestLoadSelection(t *testing.T) {
 	}{
 		{"no runs", []string{empty}, Options{}, "no run.json under " + empty},
 		{"missing", []string{filepath.Join(empty, "nope")}, Options{}, "nope"},
-		{"truncated", []string{trunc}, Options{}, trunc},
+		{"truncated", []string{trunc}, Options{}, trunc + ": not a JSON run record"},
+		{"corrupt", []string{corrupt}, Options{}, corrupt + ": not a JSON run record"},
+		{"other schema version", []string{foreign}, Options{}, foreign + `: run record schema "drill.dev/run/v0" is not supported`},
+		{"one truncated among good nights", []string{mixed}, Options{}, mixedBad + ": not a JSON run record"},
 		{"other scenario", []string{dir, other}, Options{}, "runs of different scenarios"},
 		{"none since", []string{dir}, Options{Since: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)}, "started since 2027-01-01"},
 		{"unknown scenario", []string{dir}, Options{Scenario: "nope"}, `no run of scenario "nope"`},
