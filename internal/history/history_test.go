@@ -279,3 +279,36 @@ func TestJudgeMedian(t *testing.T) {
 		t.Fatalf("one night: %+v %v", j, err)
 	}
 }
+
+// TestNightTicks: at most maxTickLabels nights are labelled, evenly
+// spaced, the first and the newest always.
+func TestNightTicks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		nights int
+		want   string // labelled nights
+	}{
+		{0, ""},
+		{1, "1"},
+		{3, "1 2 3"},
+		{8, "1 2 3 4 5 6 7 8"},
+		{9, "1 3 5 7 9"},
+		{12, "1 3 5 7 9 12"},
+		{30, "1 5 9 13 17 21 25 30"},
+		{40, "1 6 11 16 21 26 31 40"},
+		{365, "1 47 93 139 185 231 277 365"},
+		{366, "1 47 93 139 185 231 277 366"},
+	} {
+		t.Run(fmt.Sprint(tc.nights), func(t *testing.T) {
+			var got []string
+			for _, tk := range nightTicks(make([]Night, tc.nights)) {
+				if tk.Label != "" {
+					got = append(got, tk.Label)
+				}
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("labelled %q, want %q", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"math"
 	"runtime"
 	"strconv"
 	"sync"
@@ -220,7 +221,7 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("plot %s: %w", s.Key, err)
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: glyphRadius(4, len(nights)), Shape: draw.CircleGlyph{}}
 		p.Add(sc)
 		name := map[color.Color]string{colPass: "passed", colFail: "failed", colInvalid: "not comparable"}[c]
 		p.Legend.Add(name, sc)
@@ -250,7 +251,7 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("plot %s: %w", s.Key, err)
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: colFail, Radius: vg.Points(5), Shape: draw.TriangleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: colFail, Radius: glyphRadius(5, len(nights)), Shape: draw.TriangleGlyph{}}
 		p.Add(sc)
 		p.Legend.Add("never / not recovered", sc)
 	}
@@ -276,13 +277,44 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
-// nightTicks labels at most 12 nights with their number and date.
+// glyphRadius is a night's point radius: pt points for up to 30 nights,
+// smaller beyond (down to 1.5 pt) so that a year of nights stays a line
+// of points rather than a band.
+func glyphRadius(pt float64, nights int) vg.Length {
+	if nights > 30 {
+		pt = max(1.5, pt*math.Sqrt(30/float64(nights)))
+	}
+	return vg.Points(pt)
+}
+
+// maxTickLabels is how many nights' number and date fit under a plot
+// without overlapping.
+const maxTickLabels = 8
+
+// nightTicks labels at most maxTickLabels nights, evenly spaced, with
+// their number and date, always the first and the newest.
 func nightTicks(nights []Night) plot.ConstantTicks {
-	step := (len(nights) + 11) / 12
+	n := len(nights)
+	if n == 0 {
+		return nil
+	}
+	step := (n + maxTickLabels - 1) / maxTickLabels
+	labelled := make([]bool, n)
+	for i := 0; i < n; i += step {
+		labelled[i] = true
+	}
+	if last := (n - 1) / step * step; last != n-1 {
+		// Off the even spacing, the newest replaces the last evenly spaced
+		// label (less than a step before it, it would crowd it).
+		if last > 0 {
+			labelled[last] = false
+		}
+		labelled[n-1] = true
+	}
 	var ticks plot.ConstantTicks
-	for i := 0; i < len(nights); i++ {
+	for i := range n {
 		label := ""
-		if i%step == 0 || i == len(nights)-1 {
+		if labelled[i] {
 			label = strconv.Itoa(i + 1)
 			if !nights[i].StartedAt.IsZero() {
 				label += "\n" + nights[i].StartedAt.UTC().Format("01-02 15:04")
