@@ -169,6 +169,9 @@ var (
 	colMedian  = color.RGBA{R: 0xbf, G: 0x87, B: 0x00, A: 0xff}
 )
 
+// lineChunk is how many points of a figure's line one stroke draws.
+const lineChunk = 32
+
 // plotSeries draws one figure across nights: a line through the values,
 // each night's point coloured by its verdict (assertions) or its run's
 // outcome (green passed, red failed, grey not comparable), and the
@@ -205,13 +208,21 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 	}
 	p.Y.Label.Text = unit
 	p.Add(plotter.NewGrid())
-	if len(line) > 0 {
-		l, err := plotter.NewLine(line)
+	// The line is stroked in pieces of lineChunk points, each sharing its
+	// first point with the previous one's last: the rasteriser's cost per
+	// stroke grows with the square of the crossings per pixel row, so a
+	// year of nights drawn as one path took most of the page's time.
+	for start := 0; start < len(line); start += lineChunk - 1 {
+		piece := line[start:min(start+lineChunk, len(line))]
+		l, err := plotter.NewLine(piece)
 		if err != nil {
 			return "", fmt.Errorf("plot %s: %w", s.Key, err)
 		}
 		l.Color, l.Width = colLine, vg.Points(1)
 		p.Add(l)
+		if start+lineChunk >= len(line) {
+			break
+		}
 	}
 	for _, c := range []color.Color{colPass, colFail, colInvalid} {
 		if len(groups[c]) == 0 {
