@@ -18,6 +18,7 @@ type runFlags struct {
 	runID        string
 	export       exportFlags
 	pushRequired bool
+	ui           uiFlags
 }
 
 func newRunCommand(g *Globals) *cobra.Command {
@@ -56,6 +57,12 @@ without cleanup (run drill cleanup afterwards).`,
 			if f, ok := g.Stderr.(*os.File); ok {
 				isTTY = progress.IsTerminal(f)
 			}
+			// The console binds before anything is touched: a console
+			// that cannot listen is bad usage (exit 2).
+			ui, err := f.ui.listen(g)
+			if err != nil {
+				return err
+			}
 			res, err := runner.Run(cmd.Context(), runner.Options{
 				Scenario:    sc,
 				OutDir:      out,
@@ -70,7 +77,9 @@ without cleanup (run drill cleanup afterwards).`,
 				Logger:      g.Logger,
 				RunID:       f.runID,
 				Version:     g.Version,
+				OnLive:      ui.attach(),
 			})
+			ui.finish(cmd.Context(), g, res, err)
 			if res.Record != nil && (f.export.pushgateway != "" || f.export.metricsFile != "") {
 				// The run's verdict and reports stand whatever the export
 				// does; its failure is an exit code only with --push-required.
@@ -88,5 +97,6 @@ without cleanup (run drill cleanup afterwards).`,
 	cmd.Flags().StringVar(&f.runID, "run-id", "", "run id carried by every toxic (default: UTC time and random bits)")
 	f.export.add(cmd, "push")
 	cmd.Flags().BoolVar(&f.pushRequired, "push-required", false, "exit 3 when the run passed but its metrics could not be pushed or written")
+	f.ui.add(cmd)
 	return cmd
 }

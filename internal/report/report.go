@@ -263,6 +263,9 @@ func where(e event.Event) string {
 	if e.Fault != "" {
 		parts = append(parts, "fault "+e.Fault)
 	}
+	if e.Operator != "" {
+		parts = append(parts, "by "+e.Operator)
+	}
 	if len(parts) == 0 {
 		return e.Source
 	}

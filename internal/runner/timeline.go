@@ -30,6 +30,8 @@ type faultState struct {
 	mu       sync.Mutex
 	revert   inject.Revert
 	on, done bool
+	// ctl is the operator's hold on the fault (control.go).
+	ctl faultControl
 }
 
 // timeline runs the load, the faults and the stop conditions.
@@ -348,6 +350,7 @@ func (tl *timeline) execute(ctx context.Context) (time.Duration, error) {
 		defer wg.Done()
 		cpuuse.Do(tlCtx, cpuuse.PartObservers, func(ctx context.Context) { tl.watchStops(ctx, stopLoad, stopTimeline) })
 	}()
+	tl.goLive(tlCtx, stopLoad, stopTimeline)
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
@@ -446,7 +449,7 @@ func (tl *timeline) turnOn(ctx context.Context, fs *faultState) {
 		return
 	}
 	fs.revert = r.stack.Push("fault "+fs.spec.Name, revert)
-	fs.on = true
+	fs.on, fs.ctl.onAt = true, at
 	r.log.Info("fault on", "fault", fs.spec.Name, "type", fs.spec.Type, "t", at.Round(time.Millisecond))
 	r.evlog.Emit(event.Event{At: at, Kind: event.FaultOn, Source: "run", Fault: fs.spec.Name, Detail: string(fs.spec.Type)})
 }
@@ -455,14 +458,14 @@ func (tl *timeline) turnOff(fs *faultState, why string) {
 	r := tl.r
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if !fs.on || fs.done {
+	if !fs.on || fs.done || tl.keepHeld(fs, why) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := fs.revert(ctx)
 	at := r.clock.Now()
-	fs.on, fs.done = false, true
+	fs.on, fs.done, fs.ctl.offAt = false, true, at
 	if err != nil {
 		r.log.Error("fault could not be reverted", "fault", fs.spec.Name, "err", err)
 		r.evlog.Emit(event.Event{At: at, Kind: event.FaultError, Source: "run", Fault: fs.spec.Name, Detail: "revert: " + err.Error()})

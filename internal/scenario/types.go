@@ -633,6 +633,12 @@ type Fault struct {
 	At Duration `yaml:"at" json:"at"`
 	// For is how long it stays on; required, > 0.
 	For Duration `yaml:"for" json:"for"`
+	// ManualStart is set by "at: manual": an operator starts the fault
+	// from the console (At is then 0 and unused).
+	ManualStart bool `yaml:"-" json:"manualStart,omitempty"`
+	// ManualEnd is set by "for: manual": the fault stays on until an
+	// operator ends it or the run ends (For is then 0 and unused).
+	ManualEnd bool `yaml:"-" json:"manualEnd,omitempty"`
 
 	// Latency (latency toxic), rounded to ms.
 	Latency *Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
