@@ -24,8 +24,8 @@ const (
 // Point is one second of the run as the plots draw it.
 type Point struct {
 	// T is the offset on the run's clock, in seconds.
-	T       float64                  `json:"t"`
-	Streams map[string]StreamPoint   `json:"streams,omitempty"`
+	T       float64                 `json:"t"`
+	Streams map[string]StreamPoint  `json:"streams,omitempty"`
 	Ready   map[string]ServicePoint `json:"ready,omitempty"`
 }
 

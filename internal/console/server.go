@@ -73,8 +73,8 @@ type Server struct {
 	final    *Final
 	// reportDir holds the run's reports once it is over.
 	reportDir string
-	stopLive context.CancelFunc
-	liveDone chan struct{}
+	stopLive  context.CancelFunc
+	liveDone  chan struct{}
 }
 
 // token is one accepted token and the operator label it stands for.
