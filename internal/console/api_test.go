@@ -79,6 +79,8 @@ func TestConsoleEndsFaultEarly(t *testing.T) {
 		}
 	}
 	ev.waitFor(t, "fault-off of slow", 30*time.Second, isEvent(event.FaultOff, "slow"))
+	ev.waitFor(t, "a plot point", 10*time.Second, func(m sseMsg) bool { return m.name == "point" })
+	checkPage(t, d)
 	ev.waitFor(t, "the end of the run", 90*time.Second, func(m sseMsg) bool { return m.name == "end" })
 
 	o := d.wait(t)
@@ -156,4 +158,28 @@ func TestConsoleEndsFaultEarly(t *testing.T) {
 func isJSONError(b []byte) bool {
 	var e errorBody
 	return json.Unmarshal(b, &e) == nil && e.Error != ""
+}
+
+// checkPage checks the page and its plots: served with the token, self
+// contained (nothing fetched from elsewhere), plots as SVG.
+func checkPage(t *testing.T, d *drill) {
+	t.Helper()
+	code, body := d.do(t, http.MethodGet, "/", d.srv.Token(), nil)
+	if code != http.StatusOK || !strings.Contains(string(body), "new EventSource(\"/api/events\")") {
+		t.Errorf("GET /: %d, %d bytes", code, len(body))
+	}
+	for _, ext := range []string{"http://", "https://", "//cdn", "@import", "src=\"//"} {
+		if strings.Contains(string(body), ext) {
+			t.Errorf("the page refers to something outside the console: %q", ext)
+		}
+	}
+	for _, p := range []string{PlotLatency, PlotThroughput, PlotReady} {
+		code, body := d.do(t, http.MethodGet, "/api/plots/"+p, d.srv.Token(), nil)
+		if code != http.StatusOK || !strings.Contains(string(body), "<svg") {
+			t.Errorf("GET /api/plots/%s: %d %.200s", p, code, body)
+		}
+	}
+	if code, body := d.do(t, http.MethodGet, "/api/plots/pie.svg", d.srv.Token(), nil); code != http.StatusNotFound || !isJSONError(body) {
+		t.Errorf("unknown plot: %d %s", code, body)
+	}
 }
