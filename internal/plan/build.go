@@ -41,9 +41,15 @@ func Build(s *scenario.Scenario) (*Plan, error) {
 			Action{At: start + st.Duration.D(), Kind: StreamStop, Target: st.Name})
 	}
 	for _, f := range s.Faults {
-		p.Actions = append(p.Actions,
-			Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: rd.Text(describeFault(f))},
-			Action{At: f.At.D() + f.For.D(), Kind: FaultOff, Target: f.Name})
+		// A manual start or end is an operator's (drill run --ui): no
+		// scheduled action; the windows follow the actual times.
+		if f.ManualStart {
+			continue
+		}
+		p.Actions = append(p.Actions, Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: rd.Text(describeFault(f))})
+		if !f.ManualEnd {
+			p.Actions = append(p.Actions, Action{At: f.At.D() + f.For.D(), Kind: FaultOff, Target: f.Name})
+		}
 	}
 	p.Actions = append(p.Actions, Action{At: p.Duration, Kind: RunEnd, Target: s.Metadata.Name})
 	sort.SliceStable(p.Actions, func(i, j int) bool {

@@ -425,3 +425,26 @@ func (c *Control) Annotate(who, text string) error {
 	c.record(who, "annotation", "", c.tl.r.redactor.Text(text))
 	return nil
 }
+
+// followOperators moves the plan's windows of the faults an operator
+// started, ended or held (and of those declared manual) to their actual
+// times, so that assertions judge what really happened.
+func (r *run) followOperators(events []event.Event) {
+	follow := map[string]bool{}
+	for _, f := range r.sc.Faults {
+		if f.ManualStart || f.ManualEnd {
+			follow[f.Name] = true
+		}
+	}
+	for _, e := range events {
+		switch {
+		case e.Kind == event.Operator && e.Fault != "":
+			follow[e.Fault] = true
+		case e.Kind == event.Operator && (e.Reason == "stop" || e.Reason == "abort"):
+			for _, f := range r.sc.Faults {
+				follow[f.Name] = true
+			}
+		}
+	}
+	r.plan.FollowActual(follow, events, r.sc.Timeline.Recovery.D())
+}

@@ -883,6 +883,10 @@ func (v *validator) faults() {
 				v.errorf(p+"."+a.name, "%s %s is too long", a.name, a.d.D())
 			}
 		}
+		if f.ManualStart || f.ManualEnd {
+			v.validateManual(p, *f)
+			continue
+		}
 		switch on, off := f.At.D(), f.At.D()+f.For.D(); {
 		case f.For.D() <= 0:
 			v.errorf(p+".for", "for must be above 0")
