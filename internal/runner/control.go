@@ -12,6 +12,7 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/load"
+	"github.com/drillhq/drill/internal/scenario"
 )
 
 // Operator commands refused by a [Control] wrap one of these errors.
@@ -165,6 +166,9 @@ func (c *Control) State() State {
 	c.mu.Lock()
 	st.LoadStopped = c.loadStopped
 	c.mu.Unlock()
+	// The plan's fault windows of manual faults span all that is
+	// possible: the phase names a fault window only while it is on.
+	manualPhase := false
 	for _, name := range tl.order {
 		fs := tl.faults[name]
 		fs.mu.Lock()
@@ -190,6 +194,18 @@ func (c *Control) State() State {
 		}
 		fs.mu.Unlock()
 		st.Faults = append(st.Faults, fl)
+		if (fs.spec.ManualStart || fs.spec.ManualEnd) && (st.Phase == scenario.PrefixFault+name || st.Phase == scenario.PrefixRecovery+name) {
+			manualPhase = true
+		}
+	}
+	if manualPhase {
+		st.Phase = "run"
+		for _, f := range st.Faults {
+			if f.State == FaultOnState || f.State == FaultHeld {
+				st.Phase = scenario.PrefixFault + f.Name
+				break
+			}
+		}
 	}
 	for _, l := range tl.engine.Live(time.Second) {
 		st.Streams = append(st.Streams, streamLive(l))
