@@ -96,3 +96,29 @@ func manualSpan(f Fault, t Timeline) (on, off time.Duration) {
 	}
 	return on, off
 }
+
+// manualSchema lets a fault's at and for be "manual" in the JSON Schema.
+func manualSchema(defs map[string]any) {
+	f, ok := defs["Fault"].(map[string]any)
+	if !ok {
+		return
+	}
+	props, ok := f["properties"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, k := range []string{"at", "for"} {
+		p, ok := props[k].(map[string]any)
+		if !ok {
+			continue
+		}
+		alt := map[string]any{"const": Manual}
+		if ref, ok := p["allOf"]; ok {
+			p["anyOf"] = []any{map[string]any{"allOf": ref}, alt}
+			delete(p, "allOf")
+		} else if ref, ok := p["$ref"]; ok {
+			p["anyOf"] = []any{map[string]any{"$ref": ref}, alt}
+			delete(p, "$ref")
+		}
+	}
+}

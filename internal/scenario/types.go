@@ -629,9 +629,11 @@ type Fault struct {
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
 	// Toxicity is the probability 0..1 that a connection is affected; default 1.
 	Toxicity *float64 `yaml:"toxicity,omitempty" json:"toxicity,omitempty"`
-	// At is when the fault turns on, from t=0; required.
+	// At is when the fault turns on, from t=0; required. "manual" leaves
+	// the start to an operator on the console (drill run --ui).
 	At Duration `yaml:"at" json:"at"`
-	// For is how long it stays on; required, > 0.
+	// For is how long it stays on; required, > 0. "manual" keeps it on
+	// until an operator ends it or the run ends.
 	For Duration `yaml:"for" json:"for"`
 	// ManualStart is set by "at: manual": an operator starts the fault
 	// from the console (At is then 0 and unused).
