@@ -59,7 +59,7 @@ without cleanup (run drill cleanup afterwards).`,
 			}
 			// The console binds before anything is touched: a console
 			// that cannot listen is bad usage (exit 2).
-			ui, err := f.ui.listen(g)
+			ui, err := f.ui.listen(g, sc)
 			if err != nil {
 				return err
 			}

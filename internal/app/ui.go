@@ -10,6 +10,7 @@ import (
 	"github.com/drillhq/drill/internal/console"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/runner"
+	"github.com/drillhq/drill/internal/scenario"
 )
 
 // uiFlags are drill run's game-day console flags.
@@ -37,10 +38,15 @@ type uiServer struct {
 
 // listen starts the console when --ui asks for it; its errors are bad
 // usage (exit 2), returned before the run touches anything.
-func (f *uiFlags) listen(g *Globals) (*uiServer, error) {
+func (f *uiFlags) listen(g *Globals, sc *scenario.Scenario) (*uiServer, error) {
 	if !f.on {
 		if f.tokenFile != "" || f.readonlyOpen || f.linger {
 			return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("drill run: --ui-token-file, --ui-readonly-open and --ui-linger need --ui"))
+		}
+		for _, flt := range sc.Faults {
+			if flt.ManualStart {
+				return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("drill run: fault %s starts by hand (at: manual): run with --ui to start it from the console", flt.Name))
+			}
 		}
 		return &uiServer{}, nil
 	}

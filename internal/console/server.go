@@ -180,11 +180,21 @@ func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/" }
 // never printed) and a warning when the console is reachable from the
 // network.
 func (s *Server) Announce() string {
+	generated := ""
 	if !s.fromFile {
-		return fmt.Sprintf("console: %s?token=%s", s.URL(), s.tokens[0].value)
+		generated = s.tokens[0].value
 	}
-	host, _, _ := net.SplitHostPort(s.opts.Addr)
-	msg := fmt.Sprintf("console: %s (token from %s)", s.URL(), s.opts.TokenFile)
+	return announce(s.URL(), s.opts, generated)
+}
+
+// announce is [Server.Announce] for a console at url; generated is the
+// generated token ("" when the tokens came from opts.TokenFile).
+func announce(url string, opts Options, generated string) string {
+	if generated != "" {
+		return fmt.Sprintf("console: %s?token=%s", url, generated)
+	}
+	host, _, _ := net.SplitHostPort(opts.Addr)
+	msg := fmt.Sprintf("console: %s (token from %s)", url, opts.TokenFile)
 	if !isLoopback(host) {
 		msg += "\nconsole: WARNING: the console is reachable from the network; anyone holding the token can end, start and abort faults"
 	}
