@@ -130,6 +130,8 @@ type StateResponse struct {
 	Run   *runner.State `json:"run,omitempty"`
 	// Events are the kept timeline events, newest first.
 	Events []event.Event `json:"events"`
+	// Assertions are judged on the data so far: provisional.
+	Assertions []runner.Provisional `json:"assertions,omitempty"`
 	Final  *Final        `json:"final,omitempty"`
 	// Operator is the label of the caller's token ("" when read-only).
 	Operator string `json:"operator,omitempty"`
@@ -141,7 +143,10 @@ func (s *Server) stateResponse(r *http.Request) StateResponse {
 	s.mu.Lock()
 	final, attached := s.final, s.ctl != nil
 	s.mu.Unlock()
-	resp := StateResponse{Phase: "starting", Run: st, Events: evs, Final: final}
+	s.live.mu.Lock()
+	prov := s.live.provisional
+	s.live.mu.Unlock()
+	resp := StateResponse{Phase: "starting", Run: st, Events: evs, Final: final, Assertions: prov}
 	resp.Operator, _ = s.operator(r)
 	switch {
 	case final != nil:

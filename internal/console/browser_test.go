@@ -106,6 +106,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil || plotWidth == 0 {
 		t.Errorf("the plots did not load (width %d, %v)", plotWidth, err)
 	}
+	run("wait for a provisional verdict", chromedp.WaitVisible(chromedp.CSS(`#assertions td.v-pass`)))
 	run("annotate", chromedp.SendKeys(chromedp.ID("note"), "dashboard X lagged"), chromedp.Click(chromedp.ID("annotate-btn")))
 	run("wait for the annotation row", chromedp.WaitVisible(chromedp.CSS(`#events tr.ev-operator`)))
 	if shot := os.Getenv("DRILL_CONSOLE_SCREENSHOT"); shot != "" {

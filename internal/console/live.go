@@ -19,6 +19,9 @@ const (
 	// subscriberBuffer is the messages a viewer may lag behind before it
 	// is dropped (its page reconnects and reloads the state).
 	subscriberBuffer = 512
+	// provisionalEvery is how often, in seconds, assertions are judged on
+	// the data so far.
+	provisionalEvery = 3
 )
 
 // Point is one second of the run as the plots draw it.
@@ -51,7 +54,9 @@ type ServicePoint struct {
 type liveState struct {
 	mu     sync.Mutex
 	state  *runner.State
-	points []Point
+	// provisional are the assertions judged on the data so far.
+	provisional []runner.Provisional
+	points      []Point
 	events []event.Event
 }
 
@@ -113,11 +118,21 @@ func (s *Server) follow(ctx context.Context, c *runner.Control) {
 			s.live.addEvent(e)
 		}
 	}
+	ticks := 0
 	sample := func() {
 		st := c.State()
 		p := s.live.setState(st)
 		s.hub.publish("state", st)
 		s.hub.publish("point", p)
+		// Judging reads the whole event log: every provisionalEvery seconds.
+		if ticks%provisionalEvery == 0 || !st.Running {
+			pr := c.Provisional()
+			s.live.mu.Lock()
+			s.live.provisional = pr
+			s.live.mu.Unlock()
+			s.hub.publish("assertions", pr)
+		}
+		ticks++
 	}
 	sample()
 	tick := time.NewTicker(time.Second)
