@@ -132,7 +132,7 @@ type StateResponse struct {
 	Events []event.Event `json:"events"`
 	// Assertions are judged on the data so far: provisional.
 	Assertions []runner.Provisional `json:"assertions,omitempty"`
-	Final  *Final        `json:"final,omitempty"`
+	Final      *Final               `json:"final,omitempty"`
 	// Operator is the label of the caller's token ("" when read-only).
 	Operator string `json:"operator,omitempty"`
 }
@@ -141,8 +141,14 @@ func (s *Server) stateResponse(r *http.Request) StateResponse {
 	st, _, evs := s.live.snapshot()
 	slices.Reverse(evs)
 	s.mu.Lock()
-	final, attached := s.final, s.ctl != nil
+	final, ctl := s.final, s.ctl
 	s.mu.Unlock()
+	attached := ctl != nil
+	if attached && final == nil {
+		// A reader gets the state now, not the last second's.
+		now := ctl.State()
+		st = &now
+	}
 	s.live.mu.Lock()
 	prov := s.live.provisional
 	s.live.mu.Unlock()
@@ -224,11 +230,7 @@ func (s *Server) control(w http.ResponseWriter) *runner.Control {
 func (s *Server) commandResult(w http.ResponseWriter, r *http.Request, c *runner.Control, err error) {
 	switch {
 	case err == nil:
-		st := c.State()
-		s.live.mu.Lock()
-		s.live.state = &st
-		s.live.mu.Unlock()
-		s.hub.publish("state", st)
+		s.refresh(c)
 		writeJSON(w, http.StatusOK, s.stateResponse(r))
 	case errors.Is(err, runner.ErrUnknownFault):
 		writeError(w, http.StatusNotFound, err.Error())

@@ -118,7 +118,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("save the screenshot: %v", err)
 		}
 	}
-	run("click end", chromedp.Click(chromedp.ID("fault-slow-db-end")))
+	run("click end", chromedp.WaitEnabled(chromedp.ID("fault-slow-db-end")), chromedp.Click(chromedp.ID("fault-slow-db-end")))
 	run("wait for the fault ended", chromedp.WaitVisible(chromedp.CSS(`#fault-slow-db td.state-ended`)))
 	run("wait for the verdict", chromedp.WaitVisible(chromedp.ID("report-link")))
 	verdict := text("read the verdict", "verdict")

@@ -52,12 +52,12 @@ type ServicePoint struct {
 // liveState is what the console keeps of the run: the newest state, the
 // last maxPoints points and the last maxEvents timeline events.
 type liveState struct {
-	mu     sync.Mutex
-	state  *runner.State
+	mu    sync.Mutex
+	state *runner.State
 	// provisional are the assertions judged on the data so far.
 	provisional []runner.Provisional
 	points      []Point
-	events []event.Event
+	events      []event.Event
 }
 
 func newLiveState() *liveState { return &liveState{} }
@@ -154,16 +154,13 @@ func (s *Server) follow(ctx context.Context, c *runner.Control) {
 			if !keep(e) {
 				continue
 			}
+			// The state first: whoever sees the event finds the state
+			// that follows it; every page shows the same fault state.
+			if e.Kind == event.Operator || e.Kind == event.FaultOn || e.Kind == event.FaultOff {
+				s.refresh(c)
+			}
 			s.live.addEvent(e)
 			s.hub.publish("event", e)
-			if e.Kind == event.Operator || e.Kind == event.FaultOn || e.Kind == event.FaultOff {
-				// Every page shows the same fault state at once.
-				st := c.State()
-				s.live.mu.Lock()
-				s.live.state = &st
-				s.live.mu.Unlock()
-				s.hub.publish("state", st)
-			}
 		}
 	}
 }
@@ -239,4 +236,14 @@ func (h *hub) close() {
 		delete(h.subs, ch)
 		close(ch)
 	}
+}
+
+// refresh takes the run's state now, keeps it and sends it to the viewers.
+func (s *Server) refresh(c *runner.Control) runner.State {
+	st := c.State()
+	s.live.mu.Lock()
+	s.live.state = &st
+	s.live.mu.Unlock()
+	s.hub.publish("state", st)
+	return st
 }

@@ -75,6 +75,9 @@ type Server struct {
 	reportDir string
 	stopLive  context.CancelFunc
 	liveDone  chan struct{}
+	// closeOnce makes Close idempotent; closeErr is its result.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // token is one accepted token and the operator label it stands for.
@@ -285,19 +288,23 @@ func verdictWord(code int) string {
 }
 
 // Close ends every event stream and stops the server, waiting for
-// requests in flight until ctx ends.
+// requests in flight until ctx ends. Calls after the first return its
+// result.
 func (s *Server) Close(ctx context.Context) error {
-	s.mu.Lock()
-	stop, done := s.stopLive, s.liveDone
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
-	s.hub.close()
-	err := s.http.Shutdown(ctx)
-	if serr := <-s.serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	return err
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		stop, done := s.stopLive, s.liveDone
+		s.mu.Unlock()
+		if stop != nil {
+			stop()
+			<-done
+		}
+		s.hub.close()
+		err := s.http.Shutdown(ctx)
+		if serr := <-s.serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
 }

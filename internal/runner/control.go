@@ -50,9 +50,17 @@ type faultControl struct {
 	// starting and ending are claimed by the operator command that starts
 	// or ends the fault, so that a concurrent one loses.
 	starting, ending bool
-	// onAt and offAt are when the fault went on and off (-1: not yet).
-	onAt, offAt time.Duration
+	// onAt and offAt are when the fault went on and off, valid when
+	// wasOn / wasOff.
+	onAt, offAt   time.Duration
+	wasOn, wasOff bool
 }
+
+// markOn records that the fault went on at at (the caller holds fs.mu).
+func (c *faultControl) markOn(at time.Duration) { c.onAt, c.wasOn = at, true }
+
+// markOff records that the fault went off at at (the caller holds fs.mu).
+func (c *faultControl) markOff(at time.Duration) { c.offAt, c.wasOff = at, true }
 
 // keepHeld reports whether a scheduled turn-off of fs must wait for a
 // release; it notes that the end came. The caller holds fs.mu.
@@ -168,9 +176,7 @@ func (c *Control) State() State {
 	c.mu.Lock()
 	st.LoadStopped = c.loadStopped
 	c.mu.Unlock()
-	// The plan's fault windows of manual faults span all that is
-	// possible: the phase names a fault window only while it is on.
-	manualPhase := false
+
 	for _, name := range tl.order {
 		fs := tl.faults[name]
 		fs.mu.Lock()
@@ -188,27 +194,16 @@ func (c *Control) State() State {
 		default:
 			fl.State = FaultPending
 		}
-		if fs.on || fs.done {
+		if fs.ctl.wasOn {
 			fl.OnAt = fs.ctl.onAt
 		}
-		if fs.done {
+		if fs.ctl.wasOff {
 			fl.OffAt = fs.ctl.offAt
 		}
 		fs.mu.Unlock()
 		st.Faults = append(st.Faults, fl)
-		if (fs.spec.ManualStart || fs.spec.ManualEnd) && (st.Phase == scenario.PrefixFault+name || st.Phase == scenario.PrefixRecovery+name) {
-			manualPhase = true
-		}
 	}
-	if manualPhase {
-		st.Phase = "run"
-		for _, f := range st.Faults {
-			if f.State == FaultOnState || f.State == FaultHeld {
-				st.Phase = scenario.PrefixFault + f.Name
-				break
-			}
-		}
-	}
+	st.Phase = livePhase(st.Phase, st.Faults)
 	for _, l := range tl.engine.Live(time.Second) {
 		st.Streams = append(st.Streams, streamLive(l))
 	}
@@ -535,4 +530,30 @@ func (c *Control) Provisional() []Provisional {
 		}
 	}
 	return out
+}
+
+// livePhase corrects the plan's phase with the faults' actual states: a
+// fault window names the phase only while its fault is on (an operator
+// may have ended it early, held it, or not started a manual one), and a
+// fault that is on names it whatever the plan said.
+func livePhase(planned string, faults []FaultLive) string {
+	for _, f := range faults {
+		if f.State == FaultOnState || f.State == FaultHeld {
+			return scenario.PrefixFault + f.Name
+		}
+	}
+	for _, f := range faults {
+		switch planned {
+		case scenario.PrefixFault + f.Name:
+			if f.State == FaultEnded && f.OnAt >= 0 {
+				return scenario.PrefixRecovery + f.Name
+			}
+			return "run"
+		case scenario.PrefixRecovery + f.Name:
+			if f.State != FaultEnded {
+				return "run"
+			}
+		}
+	}
+	return planned
 }

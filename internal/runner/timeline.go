@@ -449,7 +449,8 @@ func (tl *timeline) turnOn(ctx context.Context, fs *faultState) {
 		return
 	}
 	fs.revert = r.stack.Push("fault "+fs.spec.Name, revert)
-	fs.on, fs.ctl.onAt = true, at
+	fs.on = true
+	fs.ctl.markOn(at)
 	r.log.Info("fault on", "fault", fs.spec.Name, "type", fs.spec.Type, "t", at.Round(time.Millisecond))
 	r.evlog.Emit(event.Event{At: at, Kind: event.FaultOn, Source: "run", Fault: fs.spec.Name, Detail: string(fs.spec.Type)})
 }
@@ -465,7 +466,8 @@ func (tl *timeline) turnOff(fs *faultState, why string) {
 	defer cancel()
 	err := fs.revert(ctx)
 	at := r.clock.Now()
-	fs.on, fs.done, fs.ctl.offAt = false, true, at
+	fs.on, fs.done = false, true
+	fs.ctl.markOff(at)
 	if err != nil {
 		r.log.Error("fault could not be reverted", "fault", fs.spec.Name, "err", err)
 		r.evlog.Emit(event.Event{At: at, Kind: event.FaultError, Source: "run", Fault: fs.spec.Name, Detail: "revert: " + err.Error()})
