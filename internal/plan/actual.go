@@ -5,7 +5,33 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/scenario"
 )
+
+// FollowOperators applies [Plan.FollowActual] to the faults declared
+// manual (at: manual or for: manual) and to those an operator acted on in
+// events (started, ended, held, released; all of them after an operator
+// stopped the load or aborted), so that assertions judge the windows that
+// really were.
+func (p *Plan) FollowOperators(faults []scenario.Fault, events []event.Event, recovery time.Duration) {
+	follow := map[string]bool{}
+	for _, f := range faults {
+		if f.ManualStart || f.ManualEnd {
+			follow[f.Name] = true
+		}
+	}
+	for _, e := range events {
+		switch {
+		case e.Kind == event.Operator && e.Fault != "":
+			follow[e.Fault] = true
+		case e.Kind == event.Operator && (e.Reason == "stop" || e.Reason == "abort"):
+			for _, f := range faults {
+				follow[f.Name] = true
+			}
+		}
+	}
+	p.FollowActual(follow, events, recovery)
+}
 
 // FollowActual moves the windows and actions of the named faults to the
 // times they actually went on and off in events (an operator started,

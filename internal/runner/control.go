@@ -439,27 +439,10 @@ func (c *Control) Annotate(who, text string) error {
 	return nil
 }
 
-// followOperators moves the plan's windows of the faults an operator
-// started, ended or held (and of those declared manual) to their actual
-// times, so that assertions judge what really happened.
+// followOperators moves the plan's windows of the faults operators
+// touched to their actual times (see [plan.Plan.FollowOperators]).
 func (r *run) followOperators(events []event.Event) {
-	follow := map[string]bool{}
-	for _, f := range r.sc.Faults {
-		if f.ManualStart || f.ManualEnd {
-			follow[f.Name] = true
-		}
-	}
-	for _, e := range events {
-		switch {
-		case e.Kind == event.Operator && e.Fault != "":
-			follow[e.Fault] = true
-		case e.Kind == event.Operator && (e.Reason == "stop" || e.Reason == "abort"):
-			for _, f := range r.sc.Faults {
-				follow[f.Name] = true
-			}
-		}
-	}
-	r.plan.FollowActual(follow, events, r.sc.Timeline.Recovery.D())
+	r.plan.FollowOperators(r.sc.Faults, events, r.sc.Timeline.Recovery.D())
 }
 
 // eventJudged are the assertion types judged from the event log alone;
