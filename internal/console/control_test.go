@@ -79,6 +79,10 @@ func TestConsoleHoldStartStopAbort(t *testing.T) {
 	}
 	ev.waitFor(t, "fault-off of by-hand", 10*time.Second, isEvent(event.FaultOff, "by-hand"))
 
+	// A manual start with a fixed length ends on its own.
+	post("/api/faults/timed/start", http.StatusOK)
+	ev.waitFor(t, "fault-off of timed", 15*time.Second, isEvent(event.FaultOff, "timed"))
+
 	post("/api/stop", http.StatusOK)
 	post("/api/stop", http.StatusConflict)
 	post("/api/abort", http.StatusOK)
@@ -107,7 +111,7 @@ func TestConsoleHoldStartStopAbort(t *testing.T) {
 			actions = append(actions, e.Reason+" "+e.Fault)
 		}
 	}
-	want := []string{"hold held", "release held", "start by-hand", "end by-hand", "stop ", "abort "}
+	want := []string{"hold held", "release held", "start by-hand", "end by-hand", "start timed", "stop ", "abort "}
 	if len(actions) != len(want) {
 		t.Errorf("operator events %q, want %q", actions, want)
 	} else {
@@ -121,7 +125,10 @@ func TestConsoleHoldStartStopAbort(t *testing.T) {
 	if off["held"] < 5500*time.Millisecond {
 		t.Errorf("held fault off at %s, before its release past 5.5 s", off["held"])
 	}
-	for _, f := range []string{"held", "by-hand"} {
+	if d := off["timed"] - on["timed"]; d < time.Second || d > 2*time.Second {
+		t.Errorf("timed fault on for %s, want its for: 1s", d)
+	}
+	for _, f := range []string{"held", "by-hand", "timed"} {
 		w, ok := rec.Plan.Window("fault:" + f)
 		if !ok || w.Start != on[f] || w.End != off[f] {
 			t.Errorf("window fault:%s = [%s, %s), want the actual [%s, %s)", f, w.Start, w.End, on[f], off[f])

@@ -86,7 +86,6 @@ type Control struct {
 	stopLoad, stopTimeline context.CancelFunc
 	mu                     sync.Mutex
 	loadStopped            bool
-	timers                 sync.WaitGroup
 }
 
 // goLive hands the run's [Control] to Options.OnLive once the timeline
@@ -295,9 +294,7 @@ func (c *Control) StartFault(name, who string) error {
 		return fmt.Errorf("fault %q could not be applied (the run aborts): %w", name, ErrConflict)
 	}
 	if d := fs.spec.For.D(); !fs.spec.ManualEnd && d > 0 {
-		c.timers.Add(1)
 		go func() {
-			defer c.timers.Done()
 			t := time.NewTimer(d)
 			defer t.Stop()
 			select {
