@@ -59,8 +59,12 @@ func Build(s *scenario.Scenario) (*Plan, error) {
 		}
 		return actionOrder[a.Kind] < actionOrder[b.Kind]
 	})
+	manual := map[string]bool{}
+	for _, f := range s.Faults {
+		manual[f.Name] = f.ManualStart || f.ManualEnd
+	}
 	for _, sp := range s.Spans() {
-		p.Windows = append(p.Windows, Window{Name: sp.Name, Start: sp.From, End: sp.To, Fault: sp.Fault})
+		p.Windows = append(p.Windows, Window{Name: sp.Name, Start: sp.From, End: sp.To, Fault: sp.Fault, Manual: sp.Fault != "" && manual[sp.Fault]})
 	}
 	for _, a := range s.Assertions {
 		if _, ok := p.Window(a.Window); !ok {
