@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/runner"
 )
 
@@ -128,8 +127,10 @@ type StateResponse struct {
 	// Phase is "starting" until load starts, "running", then "over".
 	Phase string        `json:"phase"`
 	Run   *runner.State `json:"run,omitempty"`
-	// Events are the kept timeline events, newest first.
-	Events []event.Event `json:"events"`
+	// Events are the kept timeline events, newest first; Seq is the
+	// number of the newest (stream "event"s numbered up to it are in Events).
+	Events []SeqEvent `json:"events"`
+	Seq    int64      `json:"seq"`
 	// Assertions are judged on the data so far: provisional.
 	Assertions []runner.Provisional `json:"assertions,omitempty"`
 	Final      *Final               `json:"final,omitempty"`
@@ -138,7 +139,7 @@ type StateResponse struct {
 }
 
 func (s *Server) stateResponse(r *http.Request) StateResponse {
-	st, _, evs := s.live.snapshot()
+	st, _, evs, seq := s.live.snapshot()
 	slices.Reverse(evs)
 	s.mu.Lock()
 	final, ctl := s.final, s.ctl
@@ -152,7 +153,7 @@ func (s *Server) stateResponse(r *http.Request) StateResponse {
 	s.live.mu.Lock()
 	prov := s.live.provisional
 	s.live.mu.Unlock()
-	resp := StateResponse{Phase: "starting", Run: st, Events: evs, Final: final, Assertions: prov}
+	resp := StateResponse{Phase: "starting", Run: st, Events: evs, Seq: seq, Final: final, Assertions: prov}
 	resp.Operator, _ = s.operator(r)
 	switch {
 	case final != nil:
@@ -161,7 +162,7 @@ func (s *Server) stateResponse(r *http.Request) StateResponse {
 		resp.Phase = "running"
 	}
 	if resp.Events == nil {
-		resp.Events = []event.Event{}
+		resp.Events = []SeqEvent{}
 	}
 	return resp
 }

@@ -57,7 +57,17 @@ type liveState struct {
 	// provisional are the assertions judged on the data so far.
 	provisional []runner.Provisional
 	points      []Point
-	events      []event.Event
+	events      []SeqEvent
+	// seq numbers the kept events from 1.
+	seq int64
+}
+
+// SeqEvent is a timeline event numbered in the order the console kept it,
+// so that a viewer drops an event it already had from GET /api/state or
+// the stream's hello.
+type SeqEvent struct {
+	Seq int64 `json:"seq"`
+	event.Event
 }
 
 func newLiveState() *liveState { return &liveState{} }
@@ -93,20 +103,25 @@ func keep(e event.Event) bool {
 	return e.Kind != event.Metric && !(e.Kind == event.ProbeResult && e.OK)
 }
 
-func (l *liveState) addEvent(e event.Event) {
+func (l *liveState) addEvent(e event.Event) SeqEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.events) >= maxEvents {
 		copy(l.events, l.events[1:])
 		l.events = l.events[:len(l.events)-1]
 	}
-	l.events = append(l.events, e)
+	l.seq++
+	se := SeqEvent{Seq: l.seq, Event: e}
+	l.events = append(l.events, se)
+	return se
 }
 
-func (l *liveState) snapshot() (*runner.State, []Point, []event.Event) {
+// snapshot returns the state, the points and the kept events with the
+// number of the last one.
+func (l *liveState) snapshot() (*runner.State, []Point, []SeqEvent, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.state, append([]Point(nil), l.points...), append([]event.Event(nil), l.events...)
+	return l.state, append([]Point(nil), l.points...), append([]SeqEvent(nil), l.events...), l.seq
 }
 
 // follow samples the run's state every second and relays its events to
@@ -159,8 +174,7 @@ func (s *Server) follow(ctx context.Context, c *runner.Control) {
 			if e.Kind == event.Operator || e.Kind == event.FaultOn || e.Kind == event.FaultOff {
 				s.refresh(c)
 			}
-			s.live.addEvent(e)
-			s.hub.publish("event", e)
+			s.hub.publish("event", s.live.addEvent(e))
 		}
 	}
 }

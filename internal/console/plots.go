@@ -43,7 +43,7 @@ func (s *Server) getPlot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no plot "+name+" (latency.svg, throughput.svg, ready.svg)")
 		return
 	}
-	st, points, _ := s.live.snapshot()
+	st, points, _, _ := s.live.snapshot()
 	last := -1.0
 	if len(points) > 0 {
 		last = points[len(points)-1].T
