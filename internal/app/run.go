@@ -35,7 +35,12 @@ summary and writes run.json, junit.xml and report.html under --out.
 The first Ctrl-C (or SIGTERM) stops load, reverts faults and writes the
 reports (exit 3). A second one changes nothing of that: faults are still
 reverted, processes stopped and the reports written. A third exits at once
-without cleanup (run drill cleanup afterwards).`,
+without cleanup (run drill cleanup afterwards).
+
+With --ui, drill serves a game-day console while the run lasts (its URL and
+token on stderr): live plots and timeline, and controls to end, hold,
+release or start (at: manual) a fault, stop load, abort and annotate, each
+recorded in run.json and report.html.`,
 		Args: exactArgs(1, "a scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.export.check("push"); err != nil {
