@@ -87,7 +87,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Load has started once the manual fault's start button is enabled; a
 	// verdict instead means the run ended before load started.
 	for deadline := time.Now().Add(90 * time.Second); ; {
-		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("verdict").textContent !== "" ? "over" : (document.getElementById("fault-slow-db-start").disabled ? "" : "live")`))
+		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function () { var b = document.getElementById("fault-slow-db-start"); return document.getElementById("verdict").textContent !== "" ? "over" : (b && !b.disabled ? "live" : ""); })()`))
 		if err != nil {
 			t.Fatalf("wait for load: %v", err)
 		}

@@ -114,29 +114,10 @@ func describeStream(st scenario.Stream) string {
 }
 
 // describeFault summarises a fault, e.g.
-// "latency latency=8s stream=downstream on proxy tax-api".
+// "latency latency=8s stream=downstream on proxy tax-api": its type, the
+// keys of its kind as the fault spec prints them, then where it acts.
 func describeFault(f scenario.Fault) string {
-	parts := []string{string(f.Type)}
-	dur := func(name string, d *scenario.Duration) {
-		if d != nil {
-			parts = append(parts, fmt.Sprintf("%s=%s", name, d.D()))
-		}
-	}
-	dur("latency", f.Latency)
-	dur("jitter", f.Jitter)
-	dur("timeout", f.Timeout)
-	dur("delay", f.Delay)
-	if f.RateKBps != nil {
-		parts = append(parts, fmt.Sprintf("rate=%dKB/s", *f.RateKBps))
-	}
-	for _, b := range []struct {
-		name string
-		v    *scenario.ByteSize
-	}{{"averageSize", f.AverageSize}, {"sizeVariation", f.SizeVariation}, {"bytes", f.Bytes}} {
-		if b.v != nil {
-			parts = append(parts, fmt.Sprintf("%s=%dB", b.name, int64(*b.v)))
-		}
-	}
+	parts := append([]string{string(f.Type)}, f.AttributeText()...)
 	if f.Stream != "" {
 		parts = append(parts, "stream="+f.Stream)
 	}

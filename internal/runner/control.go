@@ -41,15 +41,9 @@ const (
 	FaultEnded   = "ended"
 )
 
-// faultControl is an operator's say over one fault, guarded by the
+// faultControl is what the console reads of one fault, guarded by the
 // fault's own mutex (faultState.mu).
 type faultControl struct {
-	// held keeps the fault on past its scheduled end; offDue records that
-	// the scheduled end came while held.
-	held, offDue bool
-	// starting and ending are claimed by the operator command that starts
-	// or ends the fault, so that a concurrent one loses.
-	starting, ending bool
 	// onAt and offAt are when the fault went on and off, valid when
 	// wasOn / wasOff.
 	onAt, offAt   time.Duration
@@ -61,16 +55,6 @@ func (c *faultControl) markOn(at time.Duration) { c.onAt, c.wasOn = at, true }
 
 // markOff records that the fault went off at at (the caller holds fs.mu).
 func (c *faultControl) markOff(at time.Duration) { c.offAt, c.wasOff = at, true }
-
-// keepHeld reports whether a scheduled turn-off of fs must wait for a
-// release; it notes that the end came. The caller holds fs.mu.
-func (tl *timeline) keepHeld(fs *faultState, why string) bool {
-	if why == "scheduled" && fs.ctl.held {
-		fs.ctl.offDue = true
-		return true
-	}
-	return false
-}
 
 // Control is an operator's handle on a live run (the game-day console):
 // it reads the run's state and events and carries out commands, each
@@ -176,13 +160,13 @@ func (c *Control) State() State {
 	st.LoadStopped = c.loadStopped
 	c.mu.Unlock()
 
-	for _, name := range tl.order {
-		fs := tl.faults[name]
+	for _, name := range tl.faults.order {
+		fs := tl.faults.faults[name]
 		fs.mu.Lock()
 		fl := FaultLive{Name: name, Type: string(fs.spec.Type), ManualStart: fs.spec.ManualStart, ManualEnd: fs.spec.ManualEnd,
 			At: fs.spec.At.D(), For: fs.spec.For.D(), OnAt: -1, OffAt: -1}
 		switch {
-		case fs.on && fs.ctl.held:
+		case fs.on && fs.held:
 			fl.State = FaultHeld
 		case fs.on:
 			fl.State = FaultOnState
@@ -244,10 +228,13 @@ func (c *Control) Done() <-chan struct{} { return c.ctx.Done() }
 // Clock is the run's clock.
 func (c *Control) Clock() *event.Clock { return c.tl.r.clock }
 
-// record emits an operator event now.
-func (c *Control) record(who, action, fault, detail string) {
+// now is the run's clock now.
+func (c *Control) now() time.Duration { return c.tl.r.clock.Now() }
+
+// record emits an operator event at at (taken when the command came, so
+// that it precedes what the command caused).
+func (c *Control) record(at time.Duration, who, action, fault, detail string) {
 	r := c.tl.r
-	at := r.clock.Now()
 	r.log.Info("operator action", "operator", who, "action", action, "fault", fault, "t", at.Round(time.Millisecond))
 	r.evlog.Emit(event.Event{At: at, Kind: event.Operator, Source: "console", Operator: who, Reason: action, Fault: fault, Detail: detail})
 }
@@ -256,43 +243,43 @@ func (c *Control) fault(name string) (*faultState, error) {
 	if c.ctx.Err() != nil {
 		return nil, fmt.Errorf("the run's timeline is over: %w", ErrConflict)
 	}
-	fs := c.tl.faults[name]
+	fs := c.tl.faults.faults[name]
 	if fs == nil {
 		return nil, fmt.Errorf("fault %q: %w", name, ErrUnknownFault)
 	}
 	return fs, nil
 }
 
+// conflict turns the scheduler's refusal into [ErrConflict].
+func conflict(err error) error {
+	if errors.Is(err, errFaultCommand) {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
+}
+
 // StartFault turns on a fault the scenario declares with at: manual. A
 // fault with a fixed for: then ends on its own after that long (unless
 // held); one with for: manual stays on until ended. It fails with
-// [ErrUnknownFault], or [ErrConflict] when the fault is not manual or
-// has already started; an error applying the fault aborts the run as a
-// scheduled fault's would.
+// [ErrUnknownFault], or [ErrConflict] when the fault is not manual, has
+// already started, or could not be applied (the run then aborts, as
+// with a scheduled fault).
 func (c *Control) StartFault(name, who string) error {
 	fs, err := c.fault(name)
 	if err != nil {
 		return err
 	}
-	fs.mu.Lock()
-	switch {
-	case !fs.spec.ManualStart:
-		fs.mu.Unlock()
+	if !fs.spec.ManualStart {
 		return fmt.Errorf("fault %q starts on the schedule (at: %s), not by hand: %w", name, fs.spec.At.D(), ErrConflict)
-	case fs.on || fs.done || fs.ctl.starting:
-		fs.mu.Unlock()
-		return fmt.Errorf("fault %q has already started: %w", name, ErrConflict)
 	}
-	fs.ctl.starting = true
-	fs.mu.Unlock()
-	c.record(who, "start", name, "")
-	c.tl.turnOn(c.ctx, fs)
-	fs.mu.Lock()
-	on := fs.on
-	fs.mu.Unlock()
-	if !on {
-		return fmt.Errorf("fault %q could not be applied (the run aborts): %w", name, ErrConflict)
+	at := c.now()
+	if err := c.tl.faults.do(c.ctx, faultCommand{Kind: faultStart, Fault: name, Why: "started by " + who}); err != nil {
+		if errors.Is(err, errFaultCommand) {
+			return conflict(err)
+		}
+		return fmt.Errorf("fault %q could not be applied (the run aborts): %w: %w", name, ErrConflict, err)
 	}
+	c.record(at, who, "start", name, "")
 	if d := fs.spec.For.D(); !fs.spec.ManualEnd && d > 0 {
 		go func() {
 			t := time.NewTimer(d)
@@ -300,7 +287,7 @@ func (c *Control) StartFault(name, who string) error {
 			select {
 			case <-c.ctx.Done():
 			case <-t.C:
-				c.tl.turnOff(fs, "scheduled")
+				_ = c.tl.faults.do(c.ctx, faultCommand{Kind: faultEnd, Fault: name, Why: "scheduled", scheduled: true})
 			}
 		}()
 	}
@@ -309,26 +296,17 @@ func (c *Control) StartFault(name, who string) error {
 
 // EndFault turns a fault off now (held or not). It fails with
 // [ErrUnknownFault], or [ErrConflict] when the fault is not on (not
-// started yet, or already ended).
+// started yet, or already ended: of two operators ending it at once, one
+// gets this).
 func (c *Control) EndFault(name, who string) error {
-	fs, err := c.fault(name)
-	if err != nil {
+	if _, err := c.fault(name); err != nil {
 		return err
 	}
-	fs.mu.Lock()
-	if !fs.on || fs.done || fs.ctl.ending {
-		state := "has not started"
-		if fs.done || fs.ctl.ending {
-			state = "has already ended"
-		}
-		fs.mu.Unlock()
-		return fmt.Errorf("fault %q %s: %w", name, state, ErrConflict)
+	at := c.now()
+	if err := c.tl.faults.do(c.ctx, faultCommand{Kind: faultEnd, Fault: name, Why: "ended by " + who}); err != nil {
+		return conflict(err)
 	}
-	fs.ctl.held = false
-	fs.ctl.ending = true
-	fs.mu.Unlock()
-	c.record(who, "end", name, "")
-	c.tl.turnOff(fs, "ended by "+who)
+	c.record(at, who, "end", name, "")
 	return nil
 }
 
@@ -340,18 +318,19 @@ func (c *Control) HoldFault(name, who string) error {
 	if err != nil {
 		return err
 	}
+	at := c.now()
 	fs.mu.Lock()
 	switch {
-	case !fs.on || fs.done || fs.ctl.ending:
+	case !fs.on || fs.done:
 		fs.mu.Unlock()
 		return fmt.Errorf("fault %q is not on: %w", name, ErrConflict)
-	case fs.ctl.held:
+	case fs.held:
 		fs.mu.Unlock()
 		return fmt.Errorf("fault %q is already held: %w", name, ErrConflict)
 	}
-	fs.ctl.held = true
+	fs.held = true
 	fs.mu.Unlock()
-	c.record(who, "hold", name, "")
+	c.record(at, who, "hold", name, "")
 	return nil
 }
 
@@ -363,19 +342,34 @@ func (c *Control) ReleaseFault(name, who string) error {
 	if err != nil {
 		return err
 	}
+	at := c.now()
 	fs.mu.Lock()
-	if !fs.on || !fs.ctl.held {
+	if !fs.on || !fs.held {
 		fs.mu.Unlock()
 		return fmt.Errorf("fault %q is not held: %w", name, ErrConflict)
 	}
-	fs.ctl.held = false
-	due := fs.ctl.offDue
+	fs.held = false
+	end, scheduled := plannedEnd(fs.spec, fs.ctl.onAt)
 	fs.mu.Unlock()
-	c.record(who, "release", name, "")
-	if due {
-		c.tl.turnOff(fs, "released by "+who)
+	c.record(at, who, "release", name, "")
+	if scheduled && at >= end {
+		// Its end came while it was held: it ends now. (Ended meanwhile
+		// by someone else is fine.)
+		_ = c.tl.faults.do(c.ctx, faultCommand{Kind: faultEnd, Fault: name, Why: "released by " + who})
 	}
 	return nil
+}
+
+// plannedEnd is when a fault that went on at onAt is due to end, and
+// whether it has such an end (not for: manual).
+func plannedEnd(f scenario.Fault, onAt time.Duration) (time.Duration, bool) {
+	switch {
+	case f.ManualEnd:
+		return 0, false
+	case f.ManualStart:
+		return onAt + f.For.D(), true
+	}
+	return f.At.D() + f.For.D(), true
 }
 
 // StopLoad ends every fault and stops the load; the timeline runs on to
@@ -386,6 +380,7 @@ func (c *Control) StopLoad(who string) error {
 	if c.ctx.Err() != nil {
 		return fmt.Errorf("the run's timeline is over: %w", ErrConflict)
 	}
+	at := c.now()
 	c.mu.Lock()
 	if c.loadStopped {
 		c.mu.Unlock()
@@ -393,8 +388,8 @@ func (c *Control) StopLoad(who string) error {
 	}
 	c.loadStopped = true
 	c.mu.Unlock()
-	c.record(who, "stop", "", "load stopped, faults ended")
-	c.tl.endFaults("load stopped by " + who)
+	c.record(at, who, "stop", "", "load stopped, faults ended")
+	c.tl.faults.endAll("load stopped by " + who)
 	c.stopLoad()
 	return nil
 }
@@ -403,16 +398,14 @@ func (c *Control) StopLoad(who string) error {
 // the run exits 3, as with Ctrl-C. It fails with [ErrConflict] when the
 // timeline is already over.
 func (c *Control) Abort(who string) error {
-	if c.ctx.Err() != nil {
-		return fmt.Errorf("the run's timeline is over: %w", ErrConflict)
-	}
+	at := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx.Err() != nil {
 		return fmt.Errorf("the run's timeline is over: %w", ErrConflict)
 	}
-	c.record(who, "abort", "", "run aborted")
-	c.tl.endFaults("aborted by " + who)
+	c.record(at, who, "abort", "", "run aborted")
+	c.tl.faults.endAll("aborted by " + who)
 	c.tl.abort(exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("aborted by %s from the console", who)))
 	c.stopTimeline()
 	return nil
@@ -432,7 +425,7 @@ func (c *Control) Annotate(who, text string) error {
 	if len(text) > maxAnnotation {
 		text = strings.ToValidUTF8(text[:maxAnnotation], "")
 	}
-	c.record(who, "annotation", "", c.tl.r.redactor.Text(text))
+	c.record(c.now(), who, "annotation", "", c.tl.r.redactor.Text(text))
 	return nil
 }
 

@@ -202,14 +202,7 @@ func (tl *timeline) snapshot() progress.Snapshot {
 	r := tl.r
 	now := r.clock.Now()
 	snap := progress.Snapshot{Elapsed: now, Total: r.plan.Duration, Phase: phaseAt(r.plan, now)}
-	for _, name := range tl.order {
-		fs := tl.faults[name]
-		fs.mu.Lock()
-		if fs.on {
-			snap.Faults = append(snap.Faults, name)
-		}
-		fs.mu.Unlock()
-	}
+	snap.Faults = tl.faults.active()
 	snap.Streams = tl.engine.Live(5 * time.Second)
 	return snap
 }

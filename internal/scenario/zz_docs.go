@@ -4,7 +4,7 @@ package scenario
 
 var typeDocs = map[string]string{
 	"Assertion":             "Assertion is one check over one window. Which fields apply depends on Type.",
-	"AssertionType":         "AssertionType names an assertion kind (DESIGN section 5).",
+	"AssertionType":         "AssertionType names an assertion kind (docs/DESIGN.md §9).",
 	"BasicAuth":             "BasicAuth sets the Authorization header of every request of a stream to \"Basic \" + base64(username:password) (RFC 7617). Take the credentials from drill's environment with ${env.NAME} rather than writing them in the scenario; the Authorization header and the password are redacted in everything drill writes.",
 	"ByteSize":              "ByteSize is a size in bytes written \"512\", \"64KiB\", \"1MiB\", \"10KB\", \"2MB\".",
 	"CPUQuantity":           "CPUQuantity is an amount of CPU in thousandths of a core (millicores), written as Kubernetes writes a CPU quantity: \"500m\" (half a core), \"1\", \"1.5\", \"0.25\". The zero value is unset.",
