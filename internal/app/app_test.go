@@ -129,6 +129,12 @@ func TestValidateStdin(t *testing.T) {
 			}
 		})
 	}
+	// plan reads standard input the same way.
+	var planOut bytes.Buffer
+	g := &Globals{Stdout: &planOut, Stderr: &errOut, Stdin: bytes.NewReader(good)}
+	if err := Run(context.Background(), g, []string{"plan", "-"}); err != nil || !strings.Contains(planOut.String(), "t+") {
+		t.Errorf("plan -: err %v, output %q; want the timeline", err, planOut.String())
+	}
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -3,8 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -146,14 +144,7 @@ Exit codes: 0 no regression, 1 regression, 2 bad input, 4 either run invalid
 // loadRecord reads a run record from path, a run.json file or a report
 // directory holding one. Errors carry exit code 2 and name the file.
 func loadRecord(path string) (string, *record.Run, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return path, nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("read run %s: %w", path, err))
-	}
-	if st.IsDir() {
-		path = filepath.Join(path, "run.json")
-	}
-	run, err := record.Load(path)
+	path, run, err := record.LoadPath(path)
 	if err != nil {
 		return path, nil, exitcode.Wrap(exitcode.BadInput, err)
 	}

@@ -21,7 +21,8 @@ func newPlanCommand(g *Globals) *cobra.Command {
 		Short: "Print the timeline a run of the scenario would carry out; touches nothing",
 		Long: `plan prints when each stream starts and stops, each fault turns on and off,
 each window begins and ends, and which assertion judges which window. Times are
-offsets from t+0, the moment load starts.`,
+offsets from t+0, the moment load starts. FILE "-" reads the scenario from
+standard input.`,
 		Args: exactArgs(1, "a scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(g, flags, args[0])
@@ -35,7 +36,7 @@ func runPlan(g *Globals, flags *planFlags, path string) error {
 	if flags.output != "text" && flags.output != "json" {
 		return &usageError{command: "drill plan", err: fmt.Errorf("invalid --output %q; known: json, text", flags.output)}
 	}
-	s, err := loadScenario(path)
+	s, _, err := readScenario(g, path)
 	if err != nil {
 		return err
 	}

@@ -186,6 +186,26 @@ func loadScenario(path string) (*scenario.Scenario, error) {
 	return s, nil
 }
 
+// readScenario loads the scenario at path, or from g's standard input when
+// path is "-" (named <stdin> in messages; relative paths resolve against
+// the working directory). It returns the name to print for it. Errors
+// carry exit code 2.
+func readScenario(g *Globals, path string) (*scenario.Scenario, string, error) {
+	if path != "-" {
+		s, err := loadScenario(path)
+		return s, path, err
+	}
+	in := g.Stdin
+	if in == nil {
+		in = os.Stdin
+	}
+	s, err := scenario.LoadReader(stdinName, in)
+	if err != nil {
+		return nil, stdinName, exitcode.Wrap(exitcode.BadInput, err)
+	}
+	return s, stdinName, nil
+}
+
 // exactArgs is cobra.ExactArgs naming the argument.
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {

@@ -3,12 +3,10 @@ package app
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drillhq/drill/internal/exitcode"
-	"github.com/drillhq/drill/internal/scenario"
 )
 
 // stdinName names a scenario read from standard input in messages.
@@ -28,22 +26,12 @@ directory.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			for _, path := range args {
-				var err error
-				if path == "-" {
-					in := g.Stdin
-					if in == nil {
-						in = os.Stdin
-					}
-					_, err = scenario.LoadReader(stdinName, in)
-					path = stdinName
-				} else {
-					_, err = loadScenario(path)
-				}
+				_, name, err := readScenario(g, path)
 				if err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(g.Stdout, "ok  %s\n", path)
+				fmt.Fprintf(g.Stdout, "ok  %s\n", name)
 			}
 			return exitcode.Wrap(exitcode.BadInput, errors.Join(errs...))
 		},

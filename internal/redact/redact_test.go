@@ -44,6 +44,9 @@ func TestText(t *testing.T) {
 		{"streams[0].rate: rate must be above 0", "streams[0].rate: rate must be above 0"},
 		{"fault:pg-pause recovery:pg-pause", "fault:pg-pause recovery:pg-pause"},
 		{"op <= 5, a == b", "op <= 5, a == b"},
+		{"s.yaml:7: streams[0].headers.Authorization: value must not be empty", "s.yaml:7: streams[0].headers.Authorization: value must not be empty"},
+		{"s.yaml:5: streams[0].basicAuth: missing required key", "s.yaml:5: streams[0].basicAuth: missing required key"},
+		{"req.Header Authorization: Bearer x", "req.Header Authorization: REDACTED"},
 	} {
 		got := r.Text(tc.in)
 		if got != tc.want {
