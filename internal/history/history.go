@@ -152,6 +152,11 @@ type Options struct {
 	// none (or a stale one), for the next history to read (see [Load]);
 	// without it Load writes nothing.
 	WriteSummaries bool
+	// Unfinished, when set, is called with each report directory that
+	// holds a run's per-second journal but no run.json (a run killed
+	// before it wrote its reports): such a night is not in the history
+	// until `drill report DIR` writes its reports.
+	Unfinished func(dir string)
 }
 
 // Load finds every run under paths (run.json files, report directories,
@@ -184,6 +189,11 @@ func Load(paths []string, opt Options) ([]Night, error) {
 			}
 			if !d.IsDir() && d.Name() == "run.json" {
 				found = append(found, path)
+			}
+			if !d.IsDir() && d.Name() == record.JournalFile && opt.Unfinished != nil {
+				if _, err := os.Stat(filepath.Join(filepath.Dir(path), "run.json")); errors.Is(err, fs.ErrNotExist) {
+					opt.Unfinished(filepath.Dir(path))
+				}
 			}
 			return nil
 		})
