@@ -19,8 +19,8 @@ import (
 
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/event"
-	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/history"
+	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
 )
 
