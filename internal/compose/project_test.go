@@ -65,16 +65,16 @@ func TestParseRoutes(t *testing.T) {
 		routers int
 	}{
 		{"path prefix", map[string]string{
-			"traefik.http.routers.r.rule": "PathPrefix(`/a`)",
+			"traefik.http.routers.r.rule":                      "PathPrefix(`/a`)",
 			"traefik.http.services.s.loadbalancer.server.port": "80"}, "", 1},
 		{"disabled", map[string]string{"traefik.enable": "false",
 			"traefik.http.routers.r.rule": "Foo(`x`)"}, "", 0},
 		{"unknown matcher", map[string]string{
-			"traefik.http.routers.r.rule": "HostRegexp(`x`)",
+			"traefik.http.routers.r.rule":                      "HostRegexp(`x`)",
 			"traefik.http.services.s.loadbalancer.server.port": "80"}, "matcher HostRegexp", 0},
 		{"middleware refused", map[string]string{
-			"traefik.http.routers.r.rule":        "Path(`/`)",
-			"traefik.http.routers.r.middlewares": "auth",
+			"traefik.http.routers.r.rule":                      "Path(`/`)",
+			"traefik.http.routers.r.middlewares":               "auth",
 			"traefik.http.services.s.loadbalancer.server.port": "80"}, "traefik.http.routers.r.middlewares", 0},
 		{"no port", map[string]string{"traefik.http.routers.r.rule": "Path(`/`)"}, "server.port is required", 0},
 		{"bad rule", map[string]string{"traefik.http.routers.r.rule": "Path(`/`",
