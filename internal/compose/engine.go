@@ -45,6 +45,7 @@ type Docker interface {
 	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
 	NetworkRemove(ctx context.Context, id string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
 	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
+	NetworkInspect(ctx context.Context, id string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 	ImageBuild(ctx context.Context, buildContext io.Reader, options client.ImageBuildOptions) (client.ImageBuildResult, error)
 	ImageInspect(ctx context.Context, image string, options ...client.ImageInspectOption) (client.ImageInspectResult, error)
 	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
@@ -71,8 +72,8 @@ type Stack struct {
 	Project *Project
 	// Network is the project network's name, NetworkID its id.
 	Network, NetworkID string
-	// Gateway is the network's gateway address (this machine on that
-	// network).
+	// Gateway is the network's IPv4 gateway address: this machine on that
+	// network, where containers reach drill's proxies.
 	Gateway string
 	// Containers in start order.
 	Containers []*Container
@@ -85,43 +86,73 @@ func Names(run, project, service string) (networkName, containerName string) {
 	return base + "-" + project, base + "-" + service
 }
 
-// Up creates the project network and the containers of p, labelled with
-// run, and starts them in dependency order; a service that depends_on
-// another with condition service_healthy starts once that one is healthy
-// (bounded by ctx). journal is called before the network is created, so a
-// killed run is found by `drill cleanup` even if drill dies mid-way. On
-// error everything created so far is removed. Images must be in the local
-// engine ([BuildImages] makes those with a build section).
+// Up is [CreateNetwork] then [Stack.Start]; on error everything created so
+// far is removed.
 func Up(ctx context.Context, cli Docker, p *Project, run string, journal func() error, log *slog.Logger) (*Stack, error) {
+	st, err := CreateNetwork(ctx, cli, p.Name, run, journal, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Start(ctx, p); err != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if derr := st.Down(dctx); derr != nil {
+			st.log.Warn("could not remove a compose project that failed to start", "err", derr)
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+// CreateNetwork creates the run's project network (a bridge named
+// drill-<run>-<project>, labelled with run) and returns the stack that
+// will hold its containers. journal is called before anything is created,
+// so `drill cleanup` finds what a killed run left even if drill dies
+// mid-way.
+func CreateNetwork(ctx context.Context, cli Docker, project, run string, journal func() error, log *slog.Logger) (*Stack, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st := &Stack{cli: cli, log: log, run: run, Project: p}
+	st := &Stack{cli: cli, log: log, run: run, Project: &Project{Name: project}}
 	if journal != nil {
 		if err := journal(); err != nil {
-			return nil, fmt.Errorf("journal the compose project %s: %w", p.Name, err)
+			return nil, fmt.Errorf("journal the compose project %s: %w", project, err)
 		}
 	}
-	netName, _ := Names(run, p.Name, "")
+	netName, _ := Names(run, project, "")
 	st.Network = netName
 	nc, err := cli.NetworkCreate(ctx, netName, client.NetworkCreateOptions{
 		Driver: "bridge",
-		Labels: map[string]string{LabelRun: run, LabelProject: p.Name},
+		Labels: map[string]string{LabelRun: run, LabelProject: project},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create network %s: %w", netName, err)
 	}
 	st.NetworkID = nc.ID
-	ok := false
-	defer func() {
-		if !ok {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if derr := st.Down(dctx); derr != nil {
-				log.Warn("could not remove a compose project that failed to start", "err", derr)
+	ni, err := cli.NetworkInspect(ctx, nc.ID, client.NetworkInspectOptions{})
+	if err == nil {
+		for _, c := range ni.Network.IPAM.Config {
+			if c.Gateway.IsValid() && c.Gateway.Is4() {
+				st.Gateway = c.Gateway.String()
+				break
 			}
 		}
-	}()
+	}
+	if st.Gateway == "" {
+		_ = st.Down(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("network %s has no IPv4 gateway (inspect: %v)", netName, err)
+	}
+	return st, nil
+}
+
+// Start creates and starts the containers of p on the stack's network in
+// dependency order; a service that depends_on another with condition
+// service_healthy starts once that one is healthy (bounded by ctx).
+// Images must be in the local engine ([BuildImages] makes those with a
+// build section). Containers created before an error stay listed for
+// [Stack.Down].
+func (st *Stack) Start(ctx context.Context, p *Project) error {
+	st.Project = p
 	for _, s := range p.Services {
 		for dep, cond := range s.DependsOn {
 			if cond != "service_healthy" {
@@ -129,20 +160,19 @@ func Up(ctx context.Context, cli Docker, p *Project, run string, journal func() 
 			}
 			c := st.container(dep)
 			if c == nil {
-				return nil, fmt.Errorf("service %s depends on %s, which is not in the project", s.Name, dep)
+				return fmt.Errorf("service %s depends on %s, which is not in the project", s.Name, dep)
 			}
 			if err := st.WaitHealthy(ctx, c); err != nil {
-				return nil, fmt.Errorf("service %s waits for %s: %w", s.Name, dep, err)
+				return fmt.Errorf("service %s waits for %s: %w", s.Name, dep, err)
 			}
 		}
 		c, err := st.start(ctx, s)
 		if err != nil {
-			return nil, fmt.Errorf("start service %s: %w", s.Name, err)
+			return fmt.Errorf("start service %s: %w", s.Name, err)
 		}
 		st.Containers = append(st.Containers, c)
 	}
-	ok = true
-	return st, nil
+	return nil
 }
 
 func (st *Stack) container(service string) *Container {
@@ -217,9 +247,6 @@ func (st *Stack) start(ctx context.Context, s Service) (*Container, error) {
 	if ns := in.Container.NetworkSettings; ns != nil {
 		if ep := ns.Networks[st.Network]; ep != nil && ep.IPAddress.IsValid() {
 			c.IP = ep.IPAddress.String()
-			if ep.Gateway.IsValid() {
-				st.Gateway = ep.Gateway.String()
-			}
 		}
 	}
 	if c.IP == "" {

@@ -105,7 +105,7 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 			if e.Kind == KindPostgres {
 				continue // a dependency, not a fault: stopped after this check
 			}
-			if e.Kind == KindCgroup {
+			if e.Kind == KindCgroup || e.Kind == KindCompose {
 				continue // removed at teardown, once its processes are gone
 			}
 			left = append(left, leftoverOf(e))

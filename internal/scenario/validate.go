@@ -44,7 +44,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Known values of enumerated fields, sorted; used in hints and the schema.
 var (
-	EnvironmentTypes = []string{string(EnvKubernetes), string(EnvLocal)}
+	EnvironmentTypes = []string{string(EnvCompose), string(EnvKubernetes), string(EnvLocal)}
 	SUTPriorities    = []string{string(SUTPriorityLower), string(SUTPrioritySame)}
 	PostgresModes    = []string{string(PostgresAuto), string(PostgresBinaries), string(PostgresContainer)}
 	FaultTypes       = []string{string(FaultBandwidth), string(FaultContainerPause), string(FaultDown), string(FaultLatency),
@@ -250,6 +250,9 @@ func (v *validator) metadata() {
 
 func (v *validator) environment() {
 	e := v.s.Environment
+	if e.Compose != nil && e.Type != EnvCompose {
+		v.errorf("environment.compose", "applies only to environment type compose")
+	}
 	switch e.Type {
 	case EnvLocal:
 		if e.Kubernetes != nil {
@@ -279,6 +282,8 @@ func (v *validator) environment() {
 				v.errorf(fmt.Sprintf("environment.kubernetes.allowedNamespaces[%d]", i), "invalid namespace %q", ns)
 			}
 		}
+	case EnvCompose:
+		v.composeEnv()
 	default:
 		v.errorf("environment.type", "%s", unknownValue("environment type", string(e.Type), EnvironmentTypes))
 	}
@@ -437,6 +442,8 @@ func (v *validator) services() {
 			}
 			v.portHandoff(p, svc)
 			v.setup(p+".setup", svc.Setup)
+		} else if s.Environment.Type == EnvCompose {
+			v.composeService(p, svc)
 		} else {
 			if svc.Selector == "" {
 				v.errorf(p, "a kubernetes service needs selector (e.g. app=order-gateway)")
