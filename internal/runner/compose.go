@@ -41,7 +41,13 @@ func (r *run) prepareCompose(ctx context.Context) error {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose environment: %w", err))
 	}
 	r.env.onClose("docker client", func(context.Context) error { return cli.Close() })
-	p, err := compose.Load(ctx, r.sc.ComposePath(), c.Project, nil)
+	// The variables are set empty for now: the proxies they name are not up
+	// yet; startCompose reads the file again with their values.
+	blank := make(map[string]string, len(c.Env))
+	for k := range c.Env {
+		blank[k] = ""
+	}
+	p, err := compose.Load(ctx, r.sc.ComposePath(), c.Project, blank)
 	if err != nil {
 		return exitcode.Wrap(exitcode.BadInput, err)
 	}
