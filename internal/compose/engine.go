@@ -223,9 +223,10 @@ func (st *Stack) start(ctx context.Context, s Service) (*Container, error) {
 		return nil, err
 	}
 	res, err := st.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:       name,
-		Config:     cfg,
-		HostConfig: &container.HostConfig{RestartPolicy: rp, NetworkMode: container.NetworkMode(st.Network)},
+		Name:   name,
+		Config: cfg,
+		HostConfig: &container.HostConfig{RestartPolicy: rp, NetworkMode: container.NetworkMode(st.Network),
+			Resources: container.Resources{NanoCPUs: int64(s.CPUs * 1e9)}},
 		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			st.Network: {Aliases: []string{s.Name}},
 		}},

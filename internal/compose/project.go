@@ -59,6 +59,9 @@ type Service struct {
 	// DependsOn names the services this one waits for, with the condition
 	// (service_started or service_healthy).
 	DependsOn map[string]string
+	// CPUs is the container's CPU limit in CPUs (Compose's cpus: a CFS
+	// quota), 0 for none.
+	CPUs float64
 }
 
 // Build is a Dockerfile build: Context is absolute, Dockerfile relative to
@@ -88,7 +91,7 @@ type Health struct {
 var supportedServiceKeys = map[string]bool{
 	"image": true, "build": true, "command": true, "entrypoint": true,
 	"environment": true, "labels": true, "healthcheck": true,
-	"restart": true, "depends_on": true,
+	"restart": true, "depends_on": true, "cpus": true,
 }
 
 // supportedTopKeys are the top-level keys drill accepts (name only names
@@ -159,6 +162,7 @@ func fromProject(file string, p *types.Project) (*Project, error) {
 			Labels:     map[string]string(s.Labels),
 			Restart:    s.Restart,
 			DependsOn:  map[string]string{},
+			CPUs:       float64(s.CPUS),
 		}
 		if svc.Restart == "" {
 			svc.Restart = "no"

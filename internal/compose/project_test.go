@@ -25,6 +25,9 @@ func TestLoad(t *testing.T) {
 	if api.Image != "shop-api" || api.Build == nil || !filepath.IsAbs(api.Build.Context) || api.Build.Dockerfile != "Dockerfile" {
 		t.Errorf("api build: image %q build %+v", api.Image, api.Build)
 	}
+	if api.CPUs != 0.5 {
+		t.Errorf("api cpus %v, want 0.5", api.CPUs)
+	}
 	if api.Restart != "unless-stopped" || api.DependsOn["db"] != "service_healthy" {
 		t.Errorf("api restart %q depends_on %v", api.Restart, api.DependsOn)
 	}
