@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/drillhq/drill/internal/composefile"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -69,7 +70,7 @@ type Stack struct {
 	cli     Docker
 	log     *slog.Logger
 	run     string
-	Project *Project
+	Project *composefile.Project
 	// Network is the project network's name, NetworkID its id.
 	Network, NetworkID string
 	// Gateway is the network's IPv4 gateway address: this machine on that
@@ -88,7 +89,7 @@ func Names(run, project, service string) (networkName, containerName string) {
 
 // Up is [CreateNetwork] then [Stack.Start]; on error everything created so
 // far is removed.
-func Up(ctx context.Context, cli Docker, p *Project, run string, journal func() error, log *slog.Logger) (*Stack, error) {
+func Up(ctx context.Context, cli Docker, p *composefile.Project, run string, journal func() error, log *slog.Logger) (*Stack, error) {
 	st, err := CreateNetwork(ctx, cli, p.Name, run, journal, log)
 	if err != nil {
 		return nil, err
@@ -113,7 +114,7 @@ func CreateNetwork(ctx context.Context, cli Docker, project, run string, journal
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st := &Stack{cli: cli, log: log, run: run, Project: &Project{Name: project}}
+	st := &Stack{cli: cli, log: log, run: run, Project: &composefile.Project{Name: project}}
 	if journal != nil {
 		if err := journal(); err != nil {
 			return nil, fmt.Errorf("journal the compose project %s: %w", project, err)
@@ -151,7 +152,7 @@ func CreateNetwork(ctx context.Context, cli Docker, project, run string, journal
 // Images must be in the local engine ([BuildImages] makes those with a
 // build section). Containers created before an error stay listed for
 // [Stack.Down].
-func (st *Stack) Start(ctx context.Context, p *Project) error {
+func (st *Stack) Start(ctx context.Context, p *composefile.Project) error {
 	st.Project = p
 	for _, s := range p.Services {
 		for dep, cond := range s.DependsOn {
@@ -187,7 +188,7 @@ func (st *Stack) container(service string) *Container {
 // Container returns the container of service, nil when there is none.
 func (st *Stack) Container(service string) *Container { return st.container(service) }
 
-func (st *Stack) start(ctx context.Context, s Service) (*Container, error) {
+func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, error) {
 	if _, err := st.cli.ImageInspect(ctx, s.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("image %s is not in the local engine and drill never pulls: build it first (a build section, or docker build -t %s)", s.Image, s.Image)
@@ -279,7 +280,7 @@ func restartPolicy(s string) (container.RestartPolicy, error) {
 		}
 		return rp, nil
 	}
-	return container.RestartPolicy{}, fmt.Errorf("restart %q: %w (no, always, on-failure[:N], unless-stopped)", s, ErrUnsupported)
+	return container.RestartPolicy{}, fmt.Errorf("restart %q: %w (no, always, on-failure[:N], unless-stopped)", s, composefile.ErrUnsupported)
 }
 
 // WaitHealthy waits until c's health status is healthy (or, without a
@@ -391,7 +392,7 @@ func RemoveRun(ctx context.Context, cli Docker, run string) ([]string, error) {
 // BuildImages builds the image of every service of p with a build section
 // through the Engine API (the context sent as a tar stream), tagged with
 // the service's image name. The build's own error message is returned.
-func BuildImages(ctx context.Context, cli Docker, p *Project, log *slog.Logger) error {
+func BuildImages(ctx context.Context, cli Docker, p *composefile.Project, log *slog.Logger) error {
 	for _, s := range p.Services {
 		if s.Build == nil {
 			continue

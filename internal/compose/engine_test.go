@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drillhq/drill/internal/composefile"
 	"io"
 	"net/http"
 	"os"
@@ -127,14 +128,14 @@ func TestStackOnEngine(t *testing.T) {
 	if err := os.WriteFile(file, []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Load(ctx, file, "enginetest", nil)
+	p, err := composefile.Load(ctx, file, "enginetest", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := BuildImages(ctx, cli, p, nil); err != nil {
 		t.Fatal(err)
 	}
-	routes, err := ParseRoutes(p)
+	routes, err := composefile.ParseRoutes(p)
 	if err != nil {
 		t.Fatal(err)
 	}

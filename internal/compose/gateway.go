@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drillhq/drill/internal/composefile"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,7 +23,7 @@ const GatewaySource = "traefik-rules"
 
 // Gateway is drill's stand-in for Traefik with its Docker provider: it
 // routes HTTP requests to the project's containers by the routers and
-// services of their labels ([ParseRoutes]), with the provider's health
+// services of their labels ([composefile.ParseRoutes]), with the provider's health
 // semantics. A container is a server while it runs and is healthy (or has
 // no healthcheck); a container that is not one loses its routers too, so a
 // request for them gets 404, unless AllowEmptyServices (Traefik's
@@ -31,7 +32,7 @@ const GatewaySource = "traefik-rules"
 // (EndpointReady / EndpointRemoved; Service the Compose service, Pod the
 // container, Address ip:port) on the run's clock.
 type Gateway struct {
-	routes     *Routes
+	routes     *composefile.Routes
 	allowEmpty bool
 	clock      *event.Clock
 	sink       event.Sink
@@ -50,7 +51,7 @@ type Gateway struct {
 
 // NewGateway returns a gateway for routes; nothing serves until
 // [Gateway.SetServing] says so.
-func NewGateway(routes *Routes, allowEmptyServices bool, clock *event.Clock, sink event.Sink, log *slog.Logger) *Gateway {
+func NewGateway(routes *composefile.Routes, allowEmptyServices bool, clock *event.Clock, sink event.Sink, log *slog.Logger) *Gateway {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -3,6 +3,7 @@ package compose
 import (
 	"context"
 	"fmt"
+	"github.com/drillhq/drill/internal/composefile"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -37,7 +38,7 @@ func TestGatewayEmptyServices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			routes, err := ParseRoutes(&Project{Services: []Service{{Name: "api", Labels: labels}}})
+			routes, err := composefile.ParseRoutes(&composefile.Project{Services: []composefile.Service{{Name: "api", Labels: labels}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"errors"
+	"github.com/drillhq/drill/internal/composefile"
 	"testing"
 
 	"github.com/moby/moby/api/types/container"
@@ -19,7 +20,7 @@ func TestRestartPolicy(t *testing.T) {
 		{"unless-stopped", container.RestartPolicy{Name: container.RestartPolicyUnlessStopped}, nil},
 		{"on-failure", container.RestartPolicy{Name: container.RestartPolicyOnFailure}, nil},
 		{"on-failure:3", container.RestartPolicy{Name: container.RestartPolicyOnFailure, MaximumRetryCount: 3}, nil},
-		{"sometimes", container.RestartPolicy{}, ErrUnsupported},
+		{"sometimes", container.RestartPolicy{}, composefile.ErrUnsupported},
 	}
 	for _, tt := range tests {
 		got, err := restartPolicy(tt.in)

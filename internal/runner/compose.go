@@ -11,6 +11,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/drillhq/drill/internal/compose"
+	"github.com/drillhq/drill/internal/composefile"
 	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
@@ -47,7 +48,7 @@ func (r *run) prepareCompose(ctx context.Context) error {
 	for k := range c.Env {
 		blank[k] = ""
 	}
-	p, err := compose.Load(ctx, r.sc.ComposePath(), c.Project, blank)
+	p, err := composefile.Load(ctx, r.sc.ComposePath(), c.Project, blank)
 	if err != nil {
 		return exitcode.Wrap(exitcode.BadInput, err)
 	}
@@ -95,11 +96,11 @@ func (r *run) startCompose(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := compose.Load(ctx, r.sc.ComposePath(), cr.stack.Project.Name, env)
+	p, err := composefile.Load(ctx, r.sc.ComposePath(), cr.stack.Project.Name, env)
 	if err != nil {
 		return exitcode.Wrap(exitcode.BadInput, err)
 	}
-	routes, err := compose.ParseRoutes(p)
+	routes, err := composefile.ParseRoutes(p)
 	if err != nil {
 		return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: %w", r.sc.ComposePath(), err))
 	}

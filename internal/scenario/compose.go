@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/drillhq/drill/internal/compose"
+	"github.com/drillhq/drill/internal/composefile"
 )
 
 // ComposePath is the Compose file's path as drill opens it: File relative
@@ -52,12 +52,12 @@ func (v *validator) composeEnv() {
 			env[k] = x
 		}
 	}
-	p, err := compose.Load(context.Background(), v.s.ComposePath(), c.Project, env)
+	p, err := composefile.Load(context.Background(), v.s.ComposePath(), c.Project, env)
 	if err != nil {
 		v.errorf("environment.compose.file", "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return
 	}
-	if _, err := compose.ParseRoutes(p); err != nil {
+	if _, err := composefile.ParseRoutes(p); err != nil {
 		v.errorf("environment.compose.file", "%s: %s", v.s.ComposePath(), err)
 	}
 	for i, svc := range v.s.Services {

@@ -1,10 +1,11 @@
-// Package compose reads a team's Docker Compose file for drill's compose
-// environment: it parses the file with the Compose specification's own Go
-// library (compose-go), refuses what drill does not carry out (naming the
-// file, line and key), and turns the rest into the model drill brings up
-// through the Docker Engine API (engine.go) and routes with Traefik's
-// Docker-provider rules (traefik.go).
-package compose
+// Package composefile reads a team's Docker Compose file for drill's
+// compose environment: it parses the file with the Compose specification's
+// own Go library (compose-go), refuses what drill does not carry out
+// (naming the file, line and key), and turns the rest into the model that
+// internal/compose brings up through the Docker Engine API, with the
+// routers and services of Traefik's Docker-provider labels (traefik.go).
+// It imports nothing of drill, so the scenario's validation can use it.
+package composefile
 
 import (
 	"context"
