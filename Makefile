@@ -7,6 +7,9 @@ FUZZTIME ?= 10s
 DEMO_SCENARIOS := scenarios/orders-db-brownout.yaml scenarios/payment-tax-brownout.yaml
 N        ?= 5
 SEEDS    := $(wildcard scenarios/*.yaml)
+# staticcheck at a pinned version, run through the module proxy (go run
+# builds it once into the build cache; nothing is installed).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .DEFAULT_GOAL := help
 .PHONY: build test demo bench fidelity lint compose-images help
@@ -14,9 +17,8 @@ SEEDS    := $(wildcard scenarios/*.yaml)
 build: ## Build bin/drill (static, trimmed paths, version stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/drill ./cmd/drill
 
-test: ## go vet, unit tests, end-to-end tests one package at a time (drill as a child, drill pairs, real control plane), short fuzz
-	$(GO) vet ./...
-	$(GO) test -timeout 30m ./cmd/... ./internal/...
+test: lint ## make lint, unit tests, end-to-end tests one package at a time (drill as a child, drill pairs, real control plane), short fuzz
+	$(GO) test -timeout 30m ./cmd/... ./internal/... ./docs/...
 	$(GO) test -p 1 -timeout 75m ./test/...
 	cd test/controlplane && $(GO) test -timeout 30m ./...
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/scenario
@@ -38,10 +40,11 @@ compose-images: build ## Build the reference image drill-reference:local (FROM s
 	cp bin/drill scenarios/compose/adr-0077/Dockerfile bin/compose-context/
 	docker build -t drill-reference:local bin/compose-context
 
-lint: ## Check formatting (gofmt) and go vet
+lint: ## Check formatting (gofmt), go vet and staticcheck (pinned: STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'

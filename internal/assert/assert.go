@@ -2,7 +2,7 @@
 // function of the plan (its windows), the run's event log and the load
 // streams' per-second measurements: given a recorded run it gives the same
 // verdict, so `drill report run.json` can re-judge a saved run and tests can
-// feed hand-made logs (DESIGN sections 2, 4 and 5).
+// feed hand-made logs (docs/DESIGN.md §9).
 //
 // One registry maps each [scenario.AssertionType] to its judge; [Judge]
 // runs them all and returns one [Result] per assertion, in order. A result
@@ -213,9 +213,9 @@ func typeList() string {
 
 // ResolveWindow finds the window named name in p. Besides the plan's own
 // names it accepts "<a>..<b>": from the start of window a to the end of
-// window b (e.g. "fault:db-pause..recovery:db-pause", the span DESIGN
-// section 4 counts restarts over). It returns an error listing the known
-// windows when name is unknown.
+// window b (e.g. "fault:db-pause..recovery:db-pause", the span over
+// which zero restarts is judged, docs/DESIGN.md §9). It returns an error
+// listing the known windows when name is unknown.
 func ResolveWindow(p *plan.Plan, name string) (plan.Window, error) {
 	if w, ok := p.Window(name); ok {
 		return w, nil

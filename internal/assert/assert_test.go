@@ -158,7 +158,7 @@ func TestEndpointRemoval(t *testing.T) {
 	p50 := a
 	p50.Percentile = pct(50)
 
-	// The scripted drill: unready at t=20.000 s, out of its
+	// A scripted drill: unready at t=20.000 s, out of its
 	// EndpointSlice at t=20.400 s: removal latency 400 ms.
 	scripted := append(bringUp(),
 		event.Event{At: 19 * sec, Kind: event.FaultOn, Fault: "db-pause"},

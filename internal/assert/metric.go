@@ -120,12 +120,12 @@ func judgeMetric(in *input, a scenario.Assertion, r *Result) {
 }
 
 // DefaultHold is how long a recovery condition must keep holding when
-// Hold is unset.
-const DefaultHold = 2 * time.Second
+// Hold is unset: the recovery kind's default, [scenario.DefaultHold].
+const DefaultHold = scenario.DefaultHold
 
 // judgeRecovery measures the time from the fault's end to the first moment
 // a condition holds and keeps holding for Hold (default 2s), and compares
-// it with Within (DESIGN section 4). The condition is a metric condition
+// it with Within (docs/DESIGN.md §9). The condition is a metric condition
 // (Metric, Labels, Op, Value: every selected series' latest sample
 // satisfies it) or a stream condition (Stream with MaxLatency and/or
 // MaxRate: each 1 s bucket's p99 and error rate within bounds). The search

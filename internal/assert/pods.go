@@ -65,7 +65,7 @@ func servicePods(in *input, a scenario.Assertion, r *Result) (map[string]bool, b
 // judgeRestarts counts restarts of the service's containers in the window:
 // restartCount rises (ContainerRestart events, by how much the count rose)
 // plus pods replaced (the larger of pods deleted and pods created in the
-// window). DESIGN section 4: zero restarts means both counts stay flat.
+// window). Zero restarts means both counts stay flat (docs/DESIGN.md §9).
 // With IncludeStartup (default: over the run window only) the container
 // restarts (crash loops and failed starts included) and pod deletions
 // before load (negative times) count too, so replicas that crashed while
@@ -263,7 +263,7 @@ type removal struct {
 
 // judgeEndpointRemoval measures, for each pod of the service that turns
 // unready in the window, the time from the harness seeing Ready=False to
-// the harness seeing its endpoint not ready or gone (DESIGN section 4).
+// the harness seeing its endpoint not ready or gone (docs/DESIGN.md §9).
 // The figure is the chosen percentile (default p99, nearest rank) over
 // those transitions, compared with MaxLatency; max, detection time (fault
 // on -> first unready) and return time (fault off -> the last unready pod

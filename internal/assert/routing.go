@@ -13,7 +13,7 @@ import (
 // the service had no replica in routing (no ready endpoint in its
 // EndpointSlices, or in drill's local Service in local mode) with
 // MaxDuration. With AfterFaultEnd only the time after the fault ended
-// counts: the outage a dependency fault left behind (DESIGN section 4a).
+// counts: the outage a dependency fault left behind (docs/DESIGN.md §10).
 func judgeUnroutable(in *input, a scenario.Assertion, r *Result) {
 	if a.MaxDuration == nil {
 		setError(r, "unroutable assertion needs maxDuration")

@@ -214,8 +214,9 @@ func breakdown(b *measure.Bucket) string {
 	return "; " + strings.Join(parts, ", ")
 }
 
-// DefaultMinRatio is the throughput bound when MinRatio is unset.
-const DefaultMinRatio = 0.995
+// DefaultMinRatio is the throughput bound when MinRatio is unset: the
+// throughput kind's default, [scenario.DefaultMinRatio].
+const DefaultMinRatio = scenario.DefaultMinRatio
 
 // judgeThroughput compares completed/intended requests over the window
 // with MinRatio (default 0.995): an open-model schedule that could not be
@@ -260,7 +261,7 @@ func judgeShed(in *input, a scenario.Assertion, r *Result) {
 	}
 	statuses := a.Status
 	if len(statuses) == 0 {
-		statuses = []int{503, 429}
+		statuses = scenario.DefaultShedStatus
 	}
 	for _, s := range statuses {
 		if s != 503 && s != 429 {
@@ -329,7 +330,7 @@ func judgeShed(in *input, a scenario.Assertion, r *Result) {
 // judgeIsolation compares the stream's p99 and error rate in the window
 // with its own baseline window: p99(window)/p99(baseline) <= MaxP99Ratio
 // and errorRate(window) - errorRate(baseline) <= MaxErrorRateDelta (the
-// blast radius of a bulkhead, DESIGN section 7a).
+// blast radius of a bulkhead, docs/DESIGN.md §9).
 func judgeIsolation(in *input, a scenario.Assertion, r *Result) {
 	if a.MaxP99Ratio == nil && a.MaxErrorRateDelta == nil {
 		setError(r, "isolation assertion needs maxP99Ratio or maxErrorRateDelta")

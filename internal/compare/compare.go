@@ -1,5 +1,5 @@
 // Package compare sets a run beside a baseline run of the same scenario
-// (DESIGN section 7a, History): per assertion its figure, bound and
+// (docs/DESIGN.md §14): per assertion its figure, bound and
 // verdict; per stream and window its rate, p50, p90, p99, error rate and
 // shed rate; per finding its times and counts (detection, unroutable
 // time, recovery, restarts). Each figure gets its delta and, where a rule

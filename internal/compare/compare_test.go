@@ -124,9 +124,7 @@ func TestGoldenNaiveForced(t *testing.T) {
 		t.Fatalf("forced=%v exit=%d", rep.Forced, rep.ExitCode())
 	}
 	var rules []string
-	for _, g := range rep.Regressions {
-		rules = append(rules, g)
-	}
+	rules = append(rules, rep.Regressions...)
 	for _, want := range []string{"stream card-auth fault:tax-brownout p99", "stream card-auth fault:tax-brownout error-rate", "restarts payment-core restarts", "assertion auth-p99-during-brownout"} {
 		if !strings.Contains(strings.Join(rules, "\n"), want) {
 			t.Errorf("regressions lack %q:\n%s", want, strings.Join(rules, "\n"))

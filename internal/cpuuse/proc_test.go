@@ -20,6 +20,7 @@ const childEnv = "DRILL_CPUUSE_TEST_CHILD"
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "busy":
+		//lint:ignore SA5002 the child exists to keep one CPU busy until killed
 		for {
 		}
 	case "parent":

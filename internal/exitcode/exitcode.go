@@ -1,4 +1,4 @@
-// Package exitcode holds drill's documented exit codes (DESIGN section 7)
+// Package exitcode holds drill's documented exit codes (docs/DESIGN.md §11)
 // and carries them on errors, so that only the program's entry point turns
 // an error into a process exit status.
 //

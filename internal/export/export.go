@@ -1,5 +1,5 @@
 // Package export turns a run record's figures into Prometheus metrics
-// (DESIGN section 7a, History), so a team's dashboards and alerts see
+// (docs/DESIGN.md §14), so a team's dashboards and alerts see
 // drills: pushed to a Pushgateway under a grouping key (job "drill",
 // scenario, environment) with the client library's push package, or
 // written in the OpenMetrics text format for node_exporter's textfile
@@ -7,7 +7,7 @@
 //
 // Metrics (gauges; units in the names, seconds and ratios 0..1):
 //
-//	drill_run_exit_code                       the run's exit code (DESIGN section 7)
+//	drill_run_exit_code                       the run's exit code (docs/DESIGN.md §11)
 //	drill_run_valid                           1 when the measurement is valid, else 0
 //	drill_run_start_timestamp_seconds         wall-clock start of load (Unix seconds)
 //	drill_assertion_passed{assertion,window,type}            1 pass, 0 otherwise

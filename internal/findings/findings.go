@@ -1,5 +1,5 @@
-// Package findings says what happened in a run, asked or not (DESIGN
-// section 4a): for every fault and every service, when readiness reacted
+// Package findings says what happened in a run, asked or not
+// (docs/DESIGN.md §10): for every fault and every service, when readiness reacted
 // (detection), when replicas left and re-entered routing, each interval
 // with no ready endpoint, how requests failed, when each stream recovered,
 // restarts and errors by phase. A finding is a figure in plain words with

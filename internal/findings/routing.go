@@ -17,7 +17,7 @@ import (
 const lateDetectionMargin = time.Second
 
 // detection reports fault on -> first and last replica of service seen
-// unready, in seconds and readiness periods (DESIGN section 4a). Unready
+// unready, in seconds and readiness periods (docs/DESIGN.md §10). Unready
 // events are looked for from the fault's start to the end of its recovery
 // window: a reaction that came only after the fault ended still counts,
 // and is a warning (the routing never reacted while the fault lasted).
@@ -254,7 +254,7 @@ func (c *ctx) phaseOf(t time.Duration) string {
 	return "after the faults"
 }
 
-// restarts reports a service's restarts by phase (DESIGN section 4a):
+// restarts reports a service's restarts by phase (docs/DESIGN.md §10):
 // before load (bring-up), baseline, during each fault, after it.
 func (c *ctx) restarts(service string) []Finding {
 	counts := map[string]int{}

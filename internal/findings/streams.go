@@ -182,7 +182,7 @@ func (c *ctx) nextOn(f faultSpan) time.Duration {
 
 // recovery reports fault off -> the stream's error rate back to the
 // baseline's level and its p99 within a factor of the baseline's, both
-// held for the hold time (DESIGN section 4a), searched until the next
+// held for the hold time (docs/DESIGN.md §10), searched until the next
 // fault or the run's end.
 func (c *ctx) recovery(stream string, f faultSpan) []Finding {
 	base := c.baseline(stream)

@@ -1,7 +1,7 @@
 // Package history reads a scenario's nightly runs (report directories or
 // run.json files, as a CI system keeps them), tabulates each figure
 // across nights, draws a trend page, and judges the newest run against
-// the median of the nights before it (DESIGN section 7a, History) with
+// the median of the nights before it (docs/DESIGN.md §14) with
 // the rules of internal/compare.
 //
 // Runs are read through internal/record's Load and summarised one at a

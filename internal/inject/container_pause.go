@@ -77,10 +77,10 @@ var (
 	_ Describer = (*containerPause)(nil)
 )
 
+// newContainerPause builds the injector of a container-pause fault that
+// has passed its spec's checks ([scenario.CheckFault]); the dependency
+// must be one of env.Containers.
 func newContainerPause(f scenario.Fault, env *Env) (Injector, error) {
-	if err := pauseFields(f); err != nil {
-		return nil, err
-	}
 	id, ok := env.Containers[f.Dependency]
 	if !ok || id == "" {
 		return nil, fmt.Errorf("dependency: %q is not a container; known: %s", f.Dependency, mapKeys(env.Containers))

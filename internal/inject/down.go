@@ -23,18 +23,11 @@ var (
 	_ Describer = (*downInjector)(nil)
 )
 
+// newDown builds the injector of a down fault that has passed its spec's
+// checks ([scenario.CheckFault]).
 func newDown(f scenario.Fault, env *Env) (Injector, error) {
-	if err := onlyFields(f); err != nil {
-		return nil, err
-	}
-	if f.Proxy == "" {
-		return nil, errors.New("proxy: required for down")
-	}
 	if err := validName(f.Proxy); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	if f.Dependency != "" || f.Stream != "" || f.Toxicity != nil {
-		return nil, errors.New("dependency, stream and toxicity do not apply to down (it disables the whole proxy)")
 	}
 	if env.Toxiproxy == nil {
 		return nil, errors.New("no toxiproxy configured")

@@ -4,9 +4,12 @@
 // Each fault kind lives in its own file and registers a constructor under its
 // scenario name (latency, timeout, bandwidth, slow_close, reset_peer, slicer,
 // limit_data, down, process-pause, container-pause); [Build] looks the kind
-// up, and an unknown kind lists the known ones, sorted.
+// up, and an unknown kind lists the known ones, sorted. What a fault of a
+// kind may and must set, and its rules, are the kind's
+// [scenario.FaultSpec]: Build checks a fault with [scenario.CheckFault]
+// (a validated scenario passes) and the injectors trust it.
 //
-// Safety (DESIGN section 8): every toxic is named drill-<run id>-<fault>
+// Safety (docs/DESIGN.md §16): every toxic is named drill-<run id>-<fault>
 // (with -up/-down for stream both), every fault is written to a [Journal]
 // BEFORE it is applied and marked reverted after, reverts are pushed onto a
 // [Stack] that runs on every exit path with a fresh timeout each, [Verify]
@@ -90,8 +93,10 @@ func (e *Env) logger() *slog.Logger {
 	return e.Log
 }
 
-// constructor builds an injector for one fault; it validates the fault's
-// fields for its kind.
+// constructor builds an injector for one fault. The fault has passed
+// [scenario.CheckFault] and has its kind's defaults applied: a constructor
+// checks only what the run's environment must provide (a Toxiproxy, the
+// dependency's process or container), never the fault's own keys.
 type constructor func(f scenario.Fault, env *Env) (Injector, error)
 
 // registry maps a fault type to its constructor. Filled by register calls in
@@ -120,9 +125,10 @@ func Kinds() []string {
 	return out
 }
 
-// Build returns the injector for f. Errors name the fault and the field:
-// an unknown kind lists the known ones; a missing or out-of-range field says
-// what is expected.
+// Build returns the injector for f. Errors name the fault: an unknown kind
+// lists the known ones; a fault its kind's spec refuses (it was not
+// validated) carries [scenario.CheckFault]'s message; an environment that
+// lacks what the kind acts on says what is missing.
 func Build(f scenario.Fault, env *Env) (Injector, error) {
 	c, ok := registry[f.Type]
 	if !ok {
@@ -137,7 +143,11 @@ func Build(f scenario.Fault, env *Env) (Injector, error) {
 	if err := validName(f.Name); err != nil {
 		return nil, fmt.Errorf("fault %q: name: %w", f.Name, err)
 	}
-	inj, err := c(f, env)
+	// A validated fault passes; Build may also be handed one that was not.
+	if err := scenario.CheckFault(f); err != nil {
+		return nil, fmt.Errorf("fault %q (%s): %w", f.Name, f.Type, err)
+	}
+	inj, err := c(f.WithDefaults(), env)
 	if err != nil {
 		return nil, fmt.Errorf("fault %q (%s): %w", f.Name, f.Type, err)
 	}

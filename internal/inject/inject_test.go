@@ -36,42 +36,55 @@ type fakeTP struct{ Toxiproxy }
 
 func (fakeTP) APIURL() string { return "http://fake" }
 
+// TestBuildErrors: Build refuses what the environment cannot serve with
+// its own message, and a fault its kind's spec refuses (one that was not
+// validated) with the spec's message: the rules live in the scenario's
+// fault specs, not in inject.
 func TestBuildErrors(t *testing.T) {
 	env := &Env{Toxiproxy: fakeTP{}, RunID: "r1", Processes: map[string]int{"pg": 4242}}
 	bs := scenario.ByteSize(64)
+	const bySpec = "(the spec's message)"
 	tests := []struct {
 		name  string
 		fault scenario.Fault
-		want  string // substring of the error; "" = no error
+		want  string // substring of the error; "" = no error; bySpec = scenario.CheckFault's error
 	}{
 		{"unknown kind lists known", scenario.Fault{Name: "f", Type: "latncy"},
 			`unknown type "latncy"; available: bandwidth, container-pause, down, latency, limit_data, process-pause, reset_peer, slicer, slow_close, timeout`},
 		{"latency ok", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg", Latency: dur(100 * time.Millisecond)}, ""},
-		{"latency missing", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg"}, "latency: required"},
-		{"jitter above latency", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg", Latency: dur(10 * time.Millisecond), Jitter: dur(20 * time.Millisecond)}, "jitter: 20ms exceeds latency 10ms"},
+		{"latency missing", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg"}, bySpec},
+		{"jitter above latency", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg", Latency: dur(10 * time.Millisecond), Jitter: dur(20 * time.Millisecond)}, bySpec},
 		{"sub-ms latency", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg", Latency: dur(300 * time.Microsecond)}, "rounds to 0ms"},
-		{"foreign field", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg", Latency: dur(time.Millisecond), Timeout: dur(0)}, "timeout: does not apply to type latency"},
-		{"no proxy", scenario.Fault{Name: "f", Type: "timeout", Timeout: dur(0)}, "proxy: required"},
-		{"bad stream", scenario.Fault{Name: "f", Type: "timeout", Proxy: "pg", Timeout: dur(0), Stream: "sideways"}, `stream: "sideways" is not one of both, downstream, upstream`},
-		{"toxicity zero", scenario.Fault{Name: "f", Type: "timeout", Proxy: "pg", Timeout: dur(0), Toxicity: ptr(0.0)}, "toxicity: 0 would never"},
-		{"toxicity above one", scenario.Fault{Name: "f", Type: "timeout", Proxy: "pg", Timeout: dur(0), Toxicity: ptr(1.5)}, "outside (0, 1]"},
-		{"bandwidth zero", scenario.Fault{Name: "f", Type: "bandwidth", Proxy: "pg", RateKBps: ptr(int64(0))}, "must be > 0"},
-		{"slicer variation", scenario.Fault{Name: "f", Type: "slicer", Proxy: "pg", AverageSize: &bs, SizeVariation: &bs}, "sizeVariation: 64 bytes must be >= 0 and < averageSize"},
-		{"limit_data missing", scenario.Fault{Name: "f", Type: "limit_data", Proxy: "pg"}, "bytes: required"},
-		{"down with stream", scenario.Fault{Name: "f", Type: "down", Proxy: "pg", Stream: "both"}, "do not apply to down"},
+		{"foreign field", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg", Latency: dur(time.Millisecond), Timeout: dur(0)}, bySpec},
+		{"no proxy", scenario.Fault{Name: "f", Type: "timeout", Timeout: dur(0)}, bySpec},
+		{"bad stream", scenario.Fault{Name: "f", Type: "timeout", Proxy: "pg", Timeout: dur(0), Stream: "sideways"}, bySpec},
+		{"toxicity zero", scenario.Fault{Name: "f", Type: "timeout", Proxy: "pg", Timeout: dur(0), Toxicity: ptr(0.0)}, "toxicity 0 would never"},
+		{"toxicity above one", scenario.Fault{Name: "f", Type: "timeout", Proxy: "pg", Timeout: dur(0), Toxicity: ptr(1.5)}, bySpec},
+		{"bandwidth zero", scenario.Fault{Name: "f", Type: "bandwidth", Proxy: "pg", RateKBps: ptr(int64(0))}, "must be above 0"},
+		{"slicer variation", scenario.Fault{Name: "f", Type: "slicer", Proxy: "pg", AverageSize: &bs, SizeVariation: &bs}, bySpec},
+		{"limit_data missing", scenario.Fault{Name: "f", Type: "limit_data", Proxy: "pg"}, bySpec},
+		{"down with stream", scenario.Fault{Name: "f", Type: "down", Proxy: "pg", Stream: "both"}, bySpec},
 		{"pause unknown dep", scenario.Fault{Name: "f", Type: "process-pause", Dependency: "redis"}, `"redis" is not a local process; known: pg`},
-		{"pause with proxy", scenario.Fault{Name: "f", Type: "process-pause", Dependency: "pg", Proxy: "pg"}, "do not apply to process-pause"},
+		{"pause with proxy", scenario.Fault{Name: "f", Type: "process-pause", Dependency: "pg", Proxy: "pg"}, bySpec},
 		{"container unknown", scenario.Fault{Name: "f", Type: "container-pause", Dependency: "pg"}, `"pg" is not a container; known: none`},
 		{"bad fault name", scenario.Fault{Name: "a b", Type: "down", Proxy: "pg"}, "name:"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			want := tc.want
+			if want == bySpec {
+				specErr := scenario.CheckFault(tc.fault)
+				if specErr == nil {
+					t.Fatal("the fault spec accepts the fault")
+				}
+				want = specErr.Error()
+			}
 			_, err := Build(tc.fault, env)
 			switch {
-			case tc.want == "" && err != nil:
+			case want == "" && err != nil:
 				t.Fatalf("unexpected error: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Fatalf("error %v, want it to contain %q", err, want)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/drillhq/drill/internal/scenario"
@@ -10,15 +9,9 @@ import (
 func init() { register(scenario.FaultLimitData, newLimitData) }
 
 // newLimitData builds a Toxiproxy limit_data toxic: each connection may pass
-// bytes in the toxic's direction, then it is closed. Fields: bytes
-// (required, > 0).
+// bytes in the toxic's direction, then it is closed. The fault has passed
+// its spec's checks ([scenario.CheckFault]).
 func newLimitData(f scenario.Fault, env *Env) (Injector, error) {
-	if err := onlyFields(f, "bytes"); err != nil {
-		return nil, err
-	}
-	if f.Bytes == nil || *f.Bytes <= 0 {
-		return nil, errors.New("bytes: required and > 0, e.g. bytes: 1KiB")
-	}
-	return newToxic(f, env, "limit_data", map[string]any{"bytes": int64(*f.Bytes)},
+	return newToxic(f, env, map[string]any{"bytes": int64(*f.Bytes)},
 		fmt.Sprintf("limit_data %d bytes per connection", int64(*f.Bytes)))
 }

@@ -58,7 +58,7 @@ type OnPathOptions struct {
 func CanaryToxicName(runID string) string { return RunPrefix(runID) + "canary" }
 
 // CheckOnPath confirms that traffic flows through proxy while drive runs
-// (DESIGN section 7a, fault-on-path check).
+// (docs/DESIGN.md §6, the on-path check).
 //
 // First the proxy's byte counters must move while drive runs. Embedded
 // Toxiproxy counts bytes live; a remote Toxiproxy adds a connection's bytes

@@ -28,10 +28,10 @@ var (
 	_ Describer = (*processPause)(nil)
 )
 
+// newProcessPause builds the injector of a process-pause fault that has
+// passed its spec's checks ([scenario.CheckFault]); the dependency must be
+// one of env.Processes.
 func newProcessPause(f scenario.Fault, env *Env) (Injector, error) {
-	if err := pauseFields(f); err != nil {
-		return nil, err
-	}
 	pgid, ok := env.Processes[f.Dependency]
 	if !ok {
 		return nil, fmt.Errorf("dependency: %q is not a local process; known: %s", f.Dependency, mapKeys(env.Processes))
@@ -40,20 +40,6 @@ func newProcessPause(f scenario.Fault, env *Env) (Injector, error) {
 		return nil, fmt.Errorf("dependency: %q has no process group (pgid %d)", f.Dependency, pgid)
 	}
 	return &processPause{fault: f, env: env, pgid: pgid}, nil
-}
-
-// pauseFields checks the fields of process-pause and container-pause.
-func pauseFields(f scenario.Fault) error {
-	if err := onlyFields(f); err != nil {
-		return err
-	}
-	if f.Dependency == "" {
-		return fmt.Errorf("dependency: required for %s", f.Type)
-	}
-	if f.Proxy != "" || f.Stream != "" || f.Toxicity != nil {
-		return fmt.Errorf("proxy, stream and toxicity do not apply to %s (it freezes the whole dependency)", f.Type)
-	}
-	return nil
 }
 
 func mapKeys[V any](m map[string]V) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/drillhq/drill/internal/scenario"
@@ -29,60 +28,23 @@ var (
 	_ Describer = (*toxicInjector)(nil)
 )
 
-// newToxic validates the fields common to every toxic kind and builds the
-// injector. desc describes the attributes in the scenario's units.
-func newToxic(f scenario.Fault, env *Env, typ string, attrs map[string]any, desc string) (Injector, error) {
-	if f.Proxy == "" {
-		return nil, errors.New("proxy: required for a toxic")
-	}
+// newToxic builds the injector of a toxic kind from a fault that has
+// passed its spec's checks, with defaults applied (stream and toxicity
+// set). attrs are the toxic's attributes in Toxiproxy's units; desc
+// describes them in the scenario's units.
+func newToxic(f scenario.Fault, env *Env, attrs map[string]any, desc string) (Injector, error) {
 	if err := validName(f.Proxy); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	if f.Dependency != "" {
-		return nil, fmt.Errorf("dependency: does not apply to %s (it acts on proxy %q)", f.Type, f.Proxy)
 	}
 	if env.Toxiproxy == nil {
 		return nil, errors.New("no toxiproxy configured")
 	}
-	streams, err := parseStream(f.Stream)
-	if err != nil {
-		return nil, err
+	sp, _ := scenario.FaultSpecOf(f.Type)
+	streams := []string{f.Stream}
+	if f.Stream == "both" {
+		streams = []string{"upstream", "downstream"}
 	}
-	tox, err := toxicity(f.Toxicity)
-	if err != nil {
-		return nil, err
-	}
-	return &toxicInjector{fault: f, env: env, typ: typ, attrs: attrs, streams: streams, toxicity: tox, desc: desc}, nil
-}
-
-// parseStream maps the scenario's stream to Toxiproxy streams.
-func parseStream(s string) ([]string, error) {
-	switch s {
-	case "", "downstream":
-		return []string{"downstream"}, nil
-	case "upstream":
-		return []string{"upstream"}, nil
-	case "both":
-		return []string{"upstream", "downstream"}, nil
-	default:
-		return nil, fmt.Errorf("stream: %q is not one of both, downstream, upstream", s)
-	}
-}
-
-// toxicity defaults to 1 and refuses 0: Toxiproxy stores an explicit 0 as
-// "never affect a connection" (LIBRARY-NOTES 1.5 pitfall 1), which would
-// make the drill pass without a fault.
-func toxicity(t *float64) (float64, error) {
-	if t == nil {
-		return 1, nil
-	}
-	switch {
-	case *t == 0:
-		return 0, errors.New("toxicity: 0 would never affect a connection; omit it (default 1) or use a value in (0, 1]")
-	case *t < 0 || *t > 1:
-		return 0, fmt.Errorf("toxicity: %g is outside (0, 1]", *t)
-	}
-	return *t, nil
+	return &toxicInjector{fault: f, env: env, typ: sp.Toxic, attrs: attrs, streams: streams, toxicity: *f.Toxicity, desc: desc}, nil
 }
 
 // Describe implements [Describer].
@@ -170,55 +132,11 @@ func (t *toxicInjector) remove(ctx context.Context, names []string) error {
 	return errors.Join(errs...)
 }
 
-// fieldsSet lists the kind-specific fields set on f, by YAML name.
-func fieldsSet(f scenario.Fault) []string {
-	var out []string
-	add := func(set bool, name string) {
-		if set {
-			out = append(out, name)
-		}
+// millis converts a duration to whole ms (rounded; 0 when unset). The
+// fault spec refuses a positive duration that rounds to 0.
+func millis(d *scenario.Duration) int64 {
+	if d == nil {
+		return 0
 	}
-	add(f.Latency != nil, "latency")
-	add(f.Jitter != nil, "jitter")
-	add(f.Timeout != nil, "timeout")
-	add(f.RateKBps != nil, "rateKBps")
-	add(f.Delay != nil, "delay")
-	add(f.AverageSize != nil, "averageSize")
-	add(f.SizeVariation != nil, "sizeVariation")
-	add(f.Bytes != nil, "bytes")
-	return out
-}
-
-// onlyFields refuses kind-specific fields that do not apply to f.Type: a
-// "timeout" on a latency fault is a mistake, not something to ignore.
-func onlyFields(f scenario.Fault, allowed ...string) error {
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
-	}
-	var bad []string
-	for _, name := range fieldsSet(f) {
-		if !ok[name] {
-			bad = append(bad, name)
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	want := "none"
-	if len(allowed) > 0 {
-		want = strings.Join(allowed, ", ")
-	}
-	return fmt.Errorf("%s: does not apply to type %s (its fields: %s)", strings.Join(bad, ", "), f.Type, want)
-}
-
-// millis converts a duration to whole ms (rounded), refusing a positive
-// duration below 0.5 ms that would round to 0 (which often means "forever"
-// or "off" to Toxiproxy).
-func millis(field string, d scenario.Duration) (int64, error) {
-	ms := d.D().Round(time.Millisecond).Milliseconds()
-	if d.D() > 0 && ms == 0 {
-		return 0, fmt.Errorf("%s: %v rounds to 0ms; Toxiproxy counts whole milliseconds", field, d.D())
-	}
-	return ms, nil
+	return d.D().Round(time.Millisecond).Milliseconds()
 }

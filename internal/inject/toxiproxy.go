@@ -13,7 +13,7 @@ import (
 //
 // Every call is bounded: it returns when ctx ends or after
 // [DefaultCallTimeout], whichever comes first, even if the server hangs
-// (Toxiproxy issue #558: removing a toxic from a busy link can hang the API).
+// (removing a toxic from a busy link can hang Toxiproxy's API).
 // Implementations are safe for concurrent use.
 type Toxiproxy interface {
 	// APIURL is the HTTP API base, e.g. http://127.0.0.1:8474.

@@ -1,7 +1,7 @@
 // Package kube loads a Kubernetes client configuration the way kubectl does
 // (--kubeconfig, KUBECONFIG, --context, -n/--namespace) and holds a
 // kubernetes run to the scenario's allow-list of contexts and namespaces
-// (DESIGN section 3 and 8: a chaos tool must not hit production by
+// (docs/DESIGN.md §5: a chaos tool must not hit production by
 // accident).
 package kube
 

@@ -6,10 +6,14 @@
 // the rate, as vegeta's pacers define it). Its latency counts from that
 // intended time, not from when a worker picked it up, so a generator that
 // falls behind shows the wait in the figures; the lag (actual − intended
-// send time) goes into each bucket's Lag histogram. If more than the
-// stream's budget of requests went out late (default: 1 % later than
-// 10 ms), [Engine.Validity] returns an error wrapping [ErrBehindSchedule]
-// and the run is invalid (exit 4), never a pass.
+// send time) goes into each bucket's Lag histogram, and a request sent
+// later than the stream's lag budget allows counts in the bucket's Late.
+// Whether a stream kept to its schedule is measure's lag rule
+// ([measure.LagBudget]; a hit never sent is late too): [Engine.Validity]
+// applies it to each stream's whole span and returns an error wrapping
+// [ErrBehindSchedule] when it did not (drill load then exits 4); drill
+// run applies the same rule to the recorded seconds of its judged span
+// (internal/record's CheckLag).
 //
 // Results are bucketed per stream by intended send time into 1 s buckets
 // aligned to t=0 of the clock (internal/measure); nothing keeps every
@@ -44,14 +48,12 @@ import (
 )
 
 // ErrBehindSchedule is wrapped by [Engine.Validity] when a stream's load
-// generator fell behind its schedule beyond its lag budget (DESIGN 7, exit 4).
+// generator fell behind its schedule beyond its lag budget (docs/DESIGN.md §7).
 var ErrBehindSchedule = errors.New("load generator behind schedule")
 
 // Defaults applied to zero fields of a stream.
 const (
-	DefaultTimeout      = 5 * time.Second
-	DefaultLate         = 10 * time.Millisecond
-	DefaultLateFraction = 0.01
+	DefaultTimeout = 5 * time.Second
 	// DefaultWorkerCap caps the default MaxWorkers (1.25 × peak rate ×
 	// timeout + 64).
 	DefaultWorkerCap = 10000
@@ -153,8 +155,7 @@ type stream struct {
 	retry      retryPolicy
 	timeout    time.Duration
 	maxWorkers uint64
-	late       time.Duration
-	fraction   float64
+	budget     measure.LagBudget // defaults applied
 	idPrefix   string
 	clock      *event.Clock
 	rec        *recorder
@@ -247,9 +248,11 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	if s.sched, err = newSchedule(st, s.dur); err != nil {
 		return nil, err
 	}
-	if s.targets, s.tpls, err = buildTargets(st, e.opts.Dir); err != nil {
+	reqs, err := NewRequests(st, e.opts.Dir)
+	if err != nil {
 		return nil, err
 	}
+	s.targets, s.tpls = reqs.targets, reqs.tpls
 	if s.retry, err = newRetryPolicy(st.Retry); err != nil {
 		return nil, err
 	}
@@ -257,17 +260,8 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
-	s.late, s.fraction = DefaultLate, DefaultLateFraction
-	if b := st.LagBudget; b != nil {
-		if b.Late.D() > 0 {
-			s.late = b.Late.D()
-		}
-		if b.Fraction < 0 || b.Fraction > 1 {
-			return nil, fmt.Errorf("lagBudget.fraction %v must be within 0..1", b.Fraction)
-		}
-		if b.Fraction > 0 {
-			s.fraction = b.Fraction
-		}
+	if s.budget, err = streamLagBudget(st); err != nil {
+		return nil, err
 	}
 	if st.MaxWorkers < 0 || st.MaxConnections < 0 {
 		return nil, errors.New("maxWorkers and maxConnections must not be negative")
@@ -488,7 +482,7 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 	s.anchor.Store(int64(anchor))
 	s.endRel.Store(int64(s.dur))
 	s.state.Store(stateRunning)
-	if late := anchor - s.start; late > s.late {
+	if late := anchor - s.start; late > s.budget.LateAfter {
 		log.Warn("stream started late", "by", late)
 	}
 	var results <-chan *vegeta.Result
@@ -514,7 +508,7 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 				if s.abortLag > 0 && b >= s.abortLag {
 					s.triggerAbort(e.clock.Now())
 				}
-				if b > s.late && 10*uint64(max(s.inflight.Load(), 0)) >= 9*s.maxWorkers {
+				if b > s.budget.LateAfter && 10*uint64(max(s.inflight.Load(), 0)) >= 9*s.maxWorkers {
 					s.capped.Add(1)
 				}
 				continue
@@ -615,7 +609,7 @@ func (s *stream) record(r *vegeta.Result) {
 		lag:      lag,
 		latency:  s.clock.Offset(r.Timestamp.Add(r.Latency)) - intended,
 		code:     int(r.Code),
-		late:     lag > s.late,
+		late:     lag > s.budget.LateAfter,
 	}
 	if o.code == 0 {
 		o.errKind = classify(r.Error)
@@ -760,11 +754,12 @@ func (e *Engine) Live(window time.Duration) []StreamLive {
 	return out
 }
 
-// Validity returns nil when every stream kept to its schedule, or an
-// error wrapping ErrBehindSchedule naming each stream whose late plus
-// never-sent requests exceed its budget fraction of intended requests
-// (default: more than 1 % later than 10 ms), with the second in which most
-// requests were late. The runner maps it to exit 4.
+// Validity returns nil when every stream kept to its schedule by
+// measure's lag rule ([measure.LagBudget]: late plus never-sent requests
+// over those due, against the stream's budget), each over its whole span
+// so far, or an error wrapping ErrBehindSchedule naming each stream that
+// did not, with the second in which most requests were late. drill load
+// maps it to exit 4.
 func (e *Engine) Validity() error {
 	var errs []error
 	for _, s := range e.streams {
@@ -781,18 +776,17 @@ func (e *Engine) Validity() error {
 			continue
 		}
 		sent := s.results.Load() + s.inflight.Load()
-		missed := max(total-sent, 0)
 		if st == stateRunning {
-			missed = 0 // hits due now may still be on their way to a worker
+			sent = max(sent, total) // hits due now may still be on their way to a worker
 		}
-		late := s.lateN.Load()
-		frac := float64(late+missed) / float64(total)
+		count := measure.LagCount{Intended: total, Sent: sent, Late: s.lateN.Load()}
+		late, missed, frac := count.Late, count.Missed(), count.Fraction()
 		if at := s.abortedAt.Load(); at != 0 {
 			errs = append(errs, fmt.Errorf("%w: stream %q: stopped at t=%s when its dispatch lag reached %s (the generator was collapsing); %d of %d intended requests late or never sent",
 				ErrBehindSchedule, s.name, time.Duration(at).Round(time.Millisecond), s.abortLag, late+missed, total))
 			continue
 		}
-		if frac > s.fraction {
+		if s.budget.Exceeded(count) {
 			lagP99 := time.Duration(0)
 			all := s.rec
 			all.all(func(b *measure.Bucket) {
@@ -807,8 +801,22 @@ func (e *Engine) Validity() error {
 					time.Duration(n)*100*time.Millisecond, s.maxWorkers)
 			}
 			errs = append(errs, fmt.Errorf("%w: stream %q: %d of %d intended requests went out more than %s late and %d never went out (%.2f%%, budget %.2f%%); dispatch lag p99 %s%s",
-				ErrBehindSchedule, s.name, late, total, s.late, missed, 100*frac, 100*s.fraction, lagP99.Round(time.Microsecond), detail))
+				ErrBehindSchedule, s.name, late, total, s.budget.LateAfter, missed, 100*frac, 100*s.budget.Fraction, lagP99.Round(time.Microsecond), detail))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// streamLagBudget is st's lag budget (scenario key lagBudget) with
+// measure's defaults for what it leaves unset. It fails when the fraction
+// is outside 0..1.
+func streamLagBudget(st scenario.Stream) (measure.LagBudget, error) {
+	var b measure.LagBudget
+	if lb := st.LagBudget; lb != nil {
+		if lb.Fraction < 0 || lb.Fraction > 1 {
+			return b, fmt.Errorf("lagBudget.fraction %v must be within 0..1", lb.Fraction)
+		}
+		b = measure.LagBudget{LateAfter: lb.Late.D(), Fraction: lb.Fraction}
+	}
+	return b.OrDefault(), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/sleep"
 )
 
 // noConnection ends the error text of a request whose timeout fired while
@@ -216,7 +217,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body.Close()
 		}
 		retries++
-		if !sleepCtx(req.Context(), wait) {
+		if !sleep.For(req.Context(), wait) {
 			finish(0, out, retries)
 			return nil, req.Context().Err()
 		}
@@ -253,20 +254,6 @@ func setBody(r *http.Request, b []byte) {
 	if len(b) == 0 {
 		r.Body = http.NoBody
 		r.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package localenv is drill's local runtime: it runs the replicas of a
 // service under test as local processes and applies the kubelet's probe
-// semantics to them (DESIGN section 3), and it fronts them with a local
+// semantics to them (docs/DESIGN.md §5), and it fronts them with a local
 // Service proxy that routes only to ready replicas, as kube-proxy does with
 // an EndpointSlice.
 //

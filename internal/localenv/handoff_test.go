@@ -176,16 +176,16 @@ func TestListenersOfThisProcess(t *testing.T) {
 func TestRunSetup(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	run := func(name string, timeout time.Duration, argv ...string) (error, string, *event.Log) {
+	run := func(name string, timeout time.Duration, argv ...string) (string, *event.Log, error) {
 		log := &event.Log{}
 		path := filepath.Join(dir, "logs", name+"-setup.log")
 		err := RunSetup(context.Background(), event.NewClock(), log, SetupSpec{Service: name, Command: argv,
 			Env: os.Environ(), Timeout: timeout, LogPath: path}, nil)
 		b, _ := os.ReadFile(path)
-		return err, string(b), log
+		return string(b), log, err
 	}
 
-	err, out, log := run("ok", 0, "sh", "-c", `echo migrating; sleep 300 & echo "child $!"; echo done >&2`)
+	out, log, err := run("ok", 0, "sh", "-c", `echo migrating; sleep 300 & echo "child $!"; echo done >&2`)
 	if err != nil {
 		t.Fatalf("setup: %v", err)
 	}
@@ -213,7 +213,7 @@ func TestRunSetup(t *testing.T) {
 	for i := range 15 {
 		lines = append(lines, fmt.Sprintf("echo line %d", i))
 	}
-	err, _, log = run("migrate", 0, "sh", "-c", strings.Join(lines, "; ")+`; echo "ERROR: relation \"orders\" already exists" >&2; exit 3`)
+	_, log, err = run("migrate", 0, "sh", "-c", strings.Join(lines, "; ")+`; echo "ERROR: relation \"orders\" already exists" >&2; exit 3`)
 	if err == nil {
 		t.Fatal("a setup exiting 3 passed")
 	}
@@ -233,12 +233,12 @@ func TestRunSetup(t *testing.T) {
 		t.Errorf("events %+v", ev)
 	}
 
-	err, _, _ = run("nosuch", 0, "/nonexistent/migrate")
+	_, _, err = run("nosuch", 0, "/nonexistent/migrate")
 	if err == nil || !strings.Contains(err.Error(), "setup of service nosuch: start /nonexistent/migrate: ") {
 		t.Errorf("missing program: %v", err)
 	}
 
-	err, _, _ = run("slow", 300*time.Millisecond, "sh", "-c", "echo waiting for the lock; exec sleep 300")
+	_, _, err = run("slow", 300*time.Millisecond, "sh", "-c", "echo waiting for the lock; exec sleep 300")
 	if err == nil || !strings.Contains(err.Error(), "setup of service slow did not finish within its timeout 300ms and was killed") ||
 		!strings.Contains(err.Error(), "| waiting for the lock") {
 		t.Errorf("timeout: %v", err)

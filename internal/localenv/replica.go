@@ -19,6 +19,7 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/sleep"
 )
 
 // DefaultSource is the Source of every event the local runtime emits.
@@ -217,7 +218,7 @@ type ReplicaConfig struct {
 }
 
 // Replica runs one container as local processes with the kubelet's probe
-// and restart semantics (DESIGN section 3):
+// and restart semantics (docs/DESIGN.md §5):
 //
 //   - the startup probe gates liveness and readiness; failing
 //     failureThreshold times in a row restarts the container;
@@ -566,7 +567,8 @@ func (r *Replica) probeLoop(inst *instance, idx int, spec *probeSpec) {
 	defer inst.probeWG.Done()
 	ctx := inst.ctx
 	clk := r.opt.clk
-	if !sleepCtx(ctx, clk, inst.started.Add(spec.initialDelay).Sub(clk.Now())) {
+	newTimer := func(d time.Duration) sleep.Timer { return clk.NewTimer(d) }
+	if !sleep.On(ctx, inst.started.Add(spec.initialDelay).Sub(clk.Now()), newTimer) {
 		return
 	}
 	if idx != idxStartup {
@@ -868,21 +870,6 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 		cause = termination{reason: "StartError: " + err.Error()}
 		ref = now
 		logs = []string{err.Error()}
-	}
-}
-
-// sleepCtx sleeps for d on clk; false if ctx ended first.
-func sleepCtx(ctx context.Context, clk clock, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

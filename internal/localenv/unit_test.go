@@ -53,7 +53,8 @@ func TestThresholdsHold(t *testing.T) {
 	}
 	th.hold()
 	// After a kill the next container's failures count from zero again.
-	if th.observe(false) || th.observe(false) || !th.observe(false) {
+	first, second, third := th.observe(false), th.observe(false), th.observe(false)
+	if first || second || !third {
 		t.Error("after hold, want three new failures to take effect")
 	}
 }

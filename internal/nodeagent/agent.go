@@ -453,16 +453,3 @@ func (a *Agent) shutdown(hard context.Context) {
 	}
 	a.log.Info("node agent stopped", "pods", len(runs))
 }
-
-// podNames lists the pods the agent runs, "namespace/name", sorted (tests
-// and diagnostics).
-func (a *Agent) podNames() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]string, 0, len(a.pods))
-	for k := range a.pods {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

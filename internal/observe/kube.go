@@ -71,10 +71,10 @@ func WithResync(d time.Duration) KubeOption {
 }
 
 // Kube watches pods, EndpointSlices and pod Events through client-go
-// informers and turns changes into events on the run's clock (DESIGN
-// section 4). Every event's At is the moment the observer's own handler
-// received the change (never a lastTransitionTime, which has one-second
-// resolution).
+// informers and turns changes into events on the run's clock
+// (docs/DESIGN.md §4, §8). Every event's At is the moment the observer's
+// own handler received the change (never a lastTransitionTime, which has
+// one-second resolution).
 //
 // It derives transitions by diffing its own last-known state per pod,
 // container and endpoint, so an informer resync or a re-list after a watch

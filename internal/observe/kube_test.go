@@ -222,7 +222,7 @@ func restartN(n int32) func(event.Event) bool {
 }
 
 // TestKubeScriptedTimeline reproduces a scripted drill on the fake
-// clientset (issue 6): a restart at t=12.3 s, a pod unready at t=20.000 s
+// clientset: a restart at t=12.3 s, a pod unready at t=20.000 s
 // and out of its EndpointSlice at t=20.400 s (removal latency 400 ms), an
 // endpoint removed from the slice, and a watch outage with changes during
 // the gap that the re-list recovers, with nothing double counted or lost.
@@ -366,7 +366,8 @@ func TestKubeScriptedTimeline(t *testing.T) {
 	}
 	checkGolden(t, "kube_timeline.golden", got)
 
-	// The figure DESIGN section 4 asks for, from the observer's own events.
+	// The endpoint-removal figure (docs/DESIGN.md §9), from the observer's
+	// own events.
 	unready := atOf(t, got, has(event.PodUnready, "gw-a"))
 	out := atOf(t, got, func(e event.Event) bool {
 		return e.Pod == "gw-a" && (e.Kind == event.EndpointNotReady || e.Kind == event.EndpointRemoved) && e.At >= unready

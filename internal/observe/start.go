@@ -1,6 +1,6 @@
 // Package observe watches the system under test besides the load streams
 // and turns what it sees into time-stamped events on the run's clock
-// (DESIGN sections 2 and 4): Kubernetes pods, EndpointSlices and pod Events
+// (docs/DESIGN.md §8): Kubernetes pods, EndpointSlices and pod Events
 // through client-go informers ([Kube]), Prometheus /metrics scrapes
 // ([Scraper]), PromQL queries ([PromQL], [QueryRange]) and HTTP probes
 // ([Prober]). [Start] runs the observers a scenario names.

@@ -115,18 +115,6 @@ func containsWord(list, w string) bool {
 	return false
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // setupCgroup makes a real cgroup placement or skips the test with the
 // reason drill may not make one here.
 func setupCgroup(t *testing.T, cfg Config) *Placement {

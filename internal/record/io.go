@@ -207,13 +207,6 @@ func Redact(r *Run) *Run {
 	}
 	c.Validity.Problems = redactLines(rd, r.Validity.Problems)
 	c.Validity.Warnings = redactLines(rd, r.Validity.Warnings)
-	if r.Validity.FaultsOffPath != nil {
-		c.Validity.FaultsOffPath = make([]OffPath, len(r.Validity.FaultsOffPath))
-		for i, o := range r.Validity.FaultsOffPath {
-			o.Detail = rd.Text(o.Detail)
-			c.Validity.FaultsOffPath[i] = o
-		}
-	}
 	c.Cleanup.Command = rd.Text(r.Cleanup.Command)
 	if r.Cleanup.Leftovers != nil {
 		c.Cleanup.Leftovers = make([]Leftover, len(r.Cleanup.Leftovers))
@@ -299,18 +292,19 @@ func CheckConnectionErrors(sc *scenario.Scenario, series map[string]*measure.Ser
 	return out
 }
 
-// CheckLag compares each stream's late requests over [from, to) with its
-// lag budget (scenario.LagBudget; default: at most 1% of requests later
-// than 10ms) and returns the streams beyond budget, sorted by name. The
-// load engine counts a request late (Bucket.Late) by the stream's own
-// budget.
+// CheckLag judges each stream's recorded seconds over [from, to) by
+// measure's lag rule ([measure.LagBudget]: requests sent later than the
+// stream's lagBudget.late, plus those intended and never sent, over those
+// due, against lagBudget.fraction; the defaults are measure's) and returns
+// the streams beyond budget, sorted by name. The load engine counted a
+// request late (Bucket.Late) by the stream's own budget.
 func CheckLag(sc *scenario.Scenario, series map[string]*measure.Series, from, to time.Duration) []StreamLag {
 	var out []StreamLag
-	budgets := map[string]scenario.LagBudget{}
+	budgets := map[string]measure.LagBudget{}
 	if sc != nil {
 		for _, st := range sc.Streams {
-			if st.LagBudget != nil {
-				budgets[st.Name] = *st.LagBudget
+			if lb := st.LagBudget; lb != nil {
+				budgets[st.Name] = measure.LagBudget{LateAfter: lb.Late.D(), Fraction: lb.Fraction}
 			}
 		}
 	}
@@ -325,28 +319,26 @@ func CheckLag(sc *scenario.Scenario, series map[string]*measure.Series, from, to
 			continue
 		}
 		b := s.Window(from, to)
-		if b.Requests == 0 {
+		c := b.LagCount()
+		if c.Due() == 0 {
 			continue
 		}
-		lb := budgets[n]
-		if lb.Late.D() == 0 {
-			lb.Late = scenario.Duration{Duration: 10 * time.Millisecond}
+		lb := budgets[n].OrDefault()
+		if !lb.Exceeded(c) {
+			continue
 		}
-		if lb.Fraction == 0 {
-			lb.Fraction = 0.01
+		l := StreamLag{Stream: n, Late: b.Late, Requests: b.Requests, Missed: c.Missed(),
+			Fraction: c.Fraction(), Budget: lb.Fraction, LateAfter: lb.LateAfter,
+			LagP99: measure.Quantile(b.Lag, 99)}
+		if l.Missed > 0 {
+			l.Intended = c.Intended
 		}
-		frac := float64(b.Late) / float64(b.Requests)
-		if frac > lb.Fraction {
-			l := StreamLag{Stream: n, Late: b.Late, Requests: b.Requests,
-				Fraction: frac, Budget: lb.Fraction, LateAfter: lb.Late.D(),
-				LagP99: measure.Quantile(b.Lag, 99)}
-			for _, bk := range s.Buckets {
-				if bk.Start >= from && bk.Start < to && bk.Late > l.WorstLate {
-					l.WorstAt, l.WorstLate = bk.Start, bk.Late
-				}
+		for _, bk := range s.Buckets {
+			if bk.Start >= from && bk.Start < to && bk.Late > l.WorstLate {
+				l.WorstAt, l.WorstLate = bk.Start, bk.Late
 			}
-			out = append(out, l)
 		}
+		out = append(out, l)
 	}
 	return out
 }

@@ -1,6 +1,6 @@
 // Package record defines the run record, drill's run.json: everything a
 // run produced, in a versioned schema, enough to re-judge the run later
-// (`drill report run.json`) and to compare runs (DESIGN sections 2 and 7).
+// (`drill report run.json`) and to compare runs (docs/DESIGN.md §12).
 //
 // The schema is identified by [SchemaVersion]. Offsets (event times,
 // windows, bucket starts) are nanoseconds on the run's monotonic clock
@@ -35,7 +35,7 @@ import (
 // SchemaVersion names this run.json schema. [Load] refuses any other.
 const SchemaVersion = "drill.dev/run/v1"
 
-// Exit codes of DESIGN section 7, named for run records; the numbers are
+// Exit codes of docs/DESIGN.md §11, named for run records; the numbers are
 // internal/exitcode's, the single source of truth.
 const (
 	ExitPass          = exitcode.OK                 // every assertion passed, the run was valid and clean
@@ -77,8 +77,8 @@ type Run struct {
 	// FindingsSchema names the shape of Findings ([findings.SchemaVersion]);
 	// empty in records written before findings existed.
 	FindingsSchema string `json:"findingsSchema,omitempty"`
-	// Findings say what happened in the run, asked or not (DESIGN section
-	// 4a): detection, routing lag, unroutable intervals, shedding,
+	// Findings say what happened in the run, asked or not
+	// (docs/DESIGN.md §10): detection, routing lag, unroutable intervals, shedding,
 	// recovery, restarts and errors by phase, each with a severity. They
 	// never change ExitCode.
 	Findings []findings.Finding `json:"findings,omitempty"`
@@ -94,7 +94,7 @@ type Run struct {
 	// condition with action abort, signal, environment failure); empty
 	// when it ran to the end.
 	Aborted string `json:"aborted,omitempty"`
-	// ExitCode is the code the run exited with (DESIGN section 7).
+	// ExitCode is the code the run exited with (docs/DESIGN.md §11).
 	ExitCode int `json:"exitCode"`
 	// Error is the message the run ended with (empty on exit 0).
 	Error string `json:"error,omitempty"`
@@ -117,13 +117,11 @@ type Validity struct {
 	// LoadBehind lists streams whose generator fell behind its schedule
 	// beyond the stream's lag budget.
 	LoadBehind []StreamLag `json:"loadBehind,omitempty"`
-	// FaultsOffPath lists faults whose proxy carried no traffic or whose
-	// canary toxic did not show in the service's latency.
-	FaultsOffPath []OffPath `json:"faultsOffPath,omitempty"`
 	// ConnectionErrors lists streams whose share of connection-level
 	// errors passed their bound (maxConnectionErrors).
 	ConnectionErrors []StreamConnErrors `json:"connectionErrors,omitempty"`
-	// Problems are other reasons the measurement is invalid.
+	// Problems are other reasons the measurement is invalid (the run
+	// journal could not keep every measured second).
 	Problems []string `json:"problems,omitempty"`
 	// Warnings are worth reading but do not invalidate the run.
 	Warnings []string `json:"warnings,omitempty"`
@@ -131,7 +129,7 @@ type Validity struct {
 
 // Valid reports whether no check invalidated the measurement.
 func (v Validity) Valid() bool {
-	return len(v.LoadBehind) == 0 && len(v.FaultsOffPath) == 0 && len(v.ConnectionErrors) == 0 && len(v.Problems) == 0
+	return len(v.LoadBehind) == 0 && len(v.ConnectionErrors) == 0 && len(v.Problems) == 0
 }
 
 // StreamConnErrors says how many of a stream's requests failed at
@@ -149,13 +147,21 @@ type StreamConnErrors struct {
 	Bound    float64 `json:"bound"`
 }
 
-// StreamLag says how far a stream's generator fell behind its schedule.
+// StreamLag says how far a stream's generator fell behind its schedule
+// (measure's lag rule, [CheckLag]).
 type StreamLag struct {
 	Stream string `json:"stream"`
 	// Late counts requests sent later than LateAfter; Requests all sent.
 	Late     int64 `json:"late"`
 	Requests int64 `json:"requests"`
-	// Fraction is Late/Requests (0..1); Budget the allowed fraction.
+	// Missed counts requests the schedule intended and the generator never
+	// sent, Intended all the schedule intended; both are 0 when every
+	// intended request went out (and in records written before they were
+	// kept).
+	Missed   int64 `json:"missed,omitempty"`
+	Intended int64 `json:"intended,omitempty"`
+	// Fraction is (Late+Missed)/max(Intended, Requests) (0..1); Budget the
+	// allowed fraction.
 	Fraction float64 `json:"fraction"`
 	Budget   float64 `json:"budget"`
 	// LateAfter is the lag beyond which a request counts as late.
@@ -167,13 +173,6 @@ type StreamLag struct {
 	// records written before they were kept.
 	WorstAt   time.Duration `json:"worstAt,omitempty"`
 	WorstLate int64         `json:"worstLate,omitempty"`
-}
-
-// OffPath says why a fault was judged not on the traffic path.
-type OffPath struct {
-	Fault  string `json:"fault"`
-	Proxy  string `json:"proxy,omitempty"`
-	Detail string `json:"detail"`
 }
 
 // Cleanup records the removal of everything the run injected or started.
@@ -298,7 +297,7 @@ func (r *Run) ComputeFindings() {
 }
 
 // Decide returns the exit code the run's record calls for and a one-line
-// reason, by DESIGN section 7 in order of precedence: cleanup unverified
+// reason, by docs/DESIGN.md §11 in order of precedence: cleanup unverified
 // (5), aborted (3), measurement invalid or an assertion that could not be
 // judged or whose window was cut short (4), an assertion failed (1), else 0.
 // A record rebuilt from a killed run's journal ([Run.Recovered]) is
@@ -380,12 +379,13 @@ func (v Validity) Summary() string {
 			detail += ", most late requests due in t=" + strconv.FormatFloat(l.WorstAt.Seconds(), 'f', 1, 64) + "-" +
 				strconv.FormatFloat((l.WorstAt+time.Second).Seconds(), 'f', 1, 64) + " s (" + strconv.FormatInt(l.WorstLate, 10) + ")"
 		}
+		late := " of requests later than " + assert.FormatDuration(l.LateAfter)
+		if l.Missed > 0 {
+			late = " of intended requests later than " + assert.FormatDuration(l.LateAfter) + " or never sent (" +
+				strconv.FormatInt(l.Missed, 10) + " of " + strconv.FormatInt(l.Intended, 10) + " never sent)"
+		}
 		parts = append(parts, "load generator behind schedule on stream "+l.Stream+" ("+
-			assert.FormatPercent(l.Fraction)+" of requests later than "+assert.FormatDuration(l.LateAfter)+
-			", budget "+assert.FormatPercent(l.Budget)+detail+")")
-	}
-	for _, f := range v.FaultsOffPath {
-		parts = append(parts, "fault "+f.Fault+" not on the traffic path: "+f.Detail)
+			assert.FormatPercent(l.Fraction)+late+", budget "+assert.FormatPercent(l.Budget)+detail+")")
 	}
 	for _, c := range v.ConnectionErrors {
 		kinds := make([]string, 0, len(c.ByKind))

@@ -202,9 +202,6 @@ func TestDecidePrecedence(t *testing.T) {
 		{"load behind", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{pass},
 			Validity: record.Validity{LoadBehind: []record.StreamLag{{Stream: "orders", Fraction: 0.2, Budget: 0.01, LateAfter: 10 * time.Millisecond}}}},
 			4, "load generator behind schedule on stream orders (20.0% of requests later than 10.0ms, budget 1.00%)"},
-		{"fault off path", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{fail},
-			Validity: record.Validity{FaultsOffPath: []record.OffPath{{Fault: "db-pause", Detail: "proxy pg carried 0 bytes"}}}},
-			4, "fault db-pause not on the traffic path"},
 		{"aborted", record.Run{Cleanup: record.Cleanup{Verified: true}, Aborted: "SIGTERM", Results: []assert.Result{fail}}, 3, "SIGTERM"},
 		{"window cut short, run not aborted", record.Run{Cleanup: record.Cleanup{Verified: true}, Results: []assert.Result{pass,
 			{Name: "d", Verdict: assert.Aborted, Message: "not judged: window run [t=5.000s, t=60.000s) was cut short: the run stopped at t=2.000s"}}},
@@ -408,5 +405,31 @@ func TestUnmarshalRefusesDamagedRecords(t *testing.T) {
 				t.Errorf("err = %v, want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckLagMissed: requests intended and never sent count as late, so a
+// generator that fell behind until its stream ended is invalid even when
+// every request it did send went out on time, and the summary says so.
+func TestCheckLagMissed(t *testing.T) {
+	s := &measure.Series{Stream: "orders"}
+	for i := 0; i < 10; i++ {
+		b := measure.NewBucket(time.Duration(i)*time.Second, time.Second)
+		b.Intended, b.Requests = 100, 100
+		if i == 9 {
+			b.Requests = 80 // 20 never sent
+		}
+		s.Buckets = append(s.Buckets, b)
+	}
+	got := record.CheckLag(nil, map[string]*measure.Series{"orders": s}, 0, 10*time.Second)
+	if len(got) != 1 || got[0].Missed != 20 || got[0].Intended != 1000 || got[0].Late != 0 || got[0].Fraction != 0.02 {
+		t.Fatalf("CheckLag = %+v, want orders with 20 of 1000 never sent (2%%)", got)
+	}
+	v := record.Validity{LoadBehind: got}
+	if want := "2.00% of intended requests later than 10.0ms or never sent (20 of 1000 never sent), budget 1.00%"; !strings.Contains(v.Summary(), want) {
+		t.Errorf("Summary() = %q, want it to contain %q", v.Summary(), want)
+	}
+	if got := record.CheckLag(nil, map[string]*measure.Series{"orders": s}, 0, 9*time.Second); len(got) != 0 {
+		t.Errorf("every intended request sent on time: %+v", got)
 	}
 }

@@ -1,5 +1,5 @@
 // Package report writes what a run leaves behind for CI and for people
-// (DESIGN section 7): run.json (the versioned run record), junit.xml (one
+// (docs/DESIGN.md §13): run.json (the versioned run record), junit.xml (one
 // test case per assertion), report.html (self-contained: plots made with
 // gonum/plot embedded as PNG data URLs, the assertions, the streams and a
 // timeline of events) and the terminal summary. Everything written is
@@ -262,6 +262,9 @@ func where(e event.Event) string {
 	}
 	if e.Fault != "" {
 		parts = append(parts, "fault "+e.Fault)
+	}
+	if e.Operator != "" {
+		parts = append(parts, "by "+e.Operator)
 	}
 	if len(parts) == 0 {
 		return e.Source

@@ -147,7 +147,7 @@ func Summary(w io.Writer, run *record.Run) error {
 }
 
 // writeFindings prints the FINDINGS section: one line per finding,
-// warnings first (DESIGN section 4a). Nothing when there are none.
+// warnings first (docs/DESIGN.md §10). Nothing when there are none.
 func writeFindings(w io.Writer, fs []findings.Finding) {
 	if len(fs) == 0 {
 		return

@@ -8,7 +8,7 @@
 //
 // Everything here is a pure function of the events (no I/O, no clock), so
 // assertions and findings computed from it give the same answer when
-// `drill report` re-reads a run.json (DESIGN sections 4 and 4a).
+// `drill report` re-reads a run.json (docs/DESIGN.md §9, §10).
 package routing
 
 import (
@@ -236,9 +236,9 @@ func (tl Timeline) firstChange(from, to time.Duration, in bool) map[string]time.
 }
 
 // Unready returns, per pod of service, the first time at or after from
-// (and before to) its Ready condition turned False. Detection (DESIGN
-// section 4a) is measured on readiness, not on routing, so it reads the
-// pod events whatever routing source the service has.
+// (and before to) its Ready condition turned False. Detection
+// (docs/DESIGN.md §10) is measured on readiness, not on routing, so it
+// reads the pod events whatever routing source the service has.
 func Unready(events []event.Event, service string, from, to time.Duration) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, e := range sorted(events) {

@@ -140,8 +140,7 @@ func (r *run) bringUp(ctx context.Context) error {
 	}
 	for _, s := range r.sc.Services {
 		if r.sc.Environment.Type == scenario.EnvKubernetes {
-			r.vars["services."+s.Name+".url"] = s.URL
-			continue
+			continue // its ${services.NAME.url} is its url (startVars)
 		}
 		if err := r.startService(ctx, s); err != nil {
 			return err

@@ -69,6 +69,7 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		}
 	}
 	rec.Series = series
+	r.followOperators(rec.Events)
 	rec.Results = assert.Judge(r.plan, r.sc.Assertions, rec.Events, rec.Series)
 	rec.ComputeFindings()
 	rec.Validity.LoadBehind = record.CheckLag(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
@@ -201,14 +202,7 @@ func (tl *timeline) snapshot() progress.Snapshot {
 	r := tl.r
 	now := r.clock.Now()
 	snap := progress.Snapshot{Elapsed: now, Total: r.plan.Duration, Phase: phaseAt(r.plan, now)}
-	for _, name := range tl.order {
-		fs := tl.faults[name]
-		fs.mu.Lock()
-		if fs.on {
-			snap.Faults = append(snap.Faults, name)
-		}
-		fs.mu.Unlock()
-	}
+	snap.Faults = tl.faults.active()
 	snap.Streams = tl.engine.Live(5 * time.Second)
 	return snap
 }

@@ -2,7 +2,7 @@
 // needs, runs the plan's timeline on one clock (load streams, faults on and
 // off, observers), undoes every fault on every exit path, verifies that
 // nothing of the run remains, judges the assertions and returns the run
-// record with its exit code (DESIGN sections 1, 2, 7, 8).
+// record with its exit code (docs/DESIGN.md §3).
 package runner
 
 import (
@@ -52,6 +52,9 @@ type Options struct {
 	RunID string
 	// Version is drill's version, recorded in run.json.
 	Version string
+	// OnLive, when set, receives the run's [Control] once load starts
+	// (t=0), from the run's goroutine; it must not block.
+	OnLive func(*Control)
 }
 
 // Result is what a run produced.
@@ -61,7 +64,7 @@ type Result struct {
 	Record *record.Run
 	// OutDir is where the reports went ("" if none were written).
 	OutDir string
-	// Code is the exit code (DESIGN section 7).
+	// Code is the exit code (docs/DESIGN.md §11).
 	Code int
 }
 
@@ -156,12 +159,7 @@ func newRun(opts Options) (*run, error) {
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("plan %s: %w", opts.Scenario.File, err))
 	}
-	vars := opts.Scenario.EnvVars(os.LookupEnv)
-	secrets := make([]string, 0, len(vars))
-	for _, v := range vars {
-		secrets = append(secrets, v)
-	}
-	vars["run.id"] = opts.RunID
+	vars, secrets := startVars(opts.Scenario, opts.RunID, os.LookupEnv)
 	rd := opts.Scenario.Redactor(secrets...)
 	log := slog.New(redact.Handler(opts.Logger.Handler(), rd))
 	r := &run{
@@ -178,4 +176,24 @@ func newRun(opts Options) (*run, error) {
 	}
 	r.stack = &inject.Stack{Log: r.log}
 	return r, nil
+}
+
+// startVars are the ${...} values a scenario has before anything is
+// started: ${run.id}, the ${env.NAME} it references that drill's
+// environment (lookup) sets, and in kubernetes scenarios each service's
+// ${services.NAME.url}. secrets are the ${env.NAME} values (redacted in
+// everything written).
+func startVars(s *scenario.Scenario, runID string, lookup func(string) (string, bool)) (vars map[string]string, secrets []string) {
+	vars = s.EnvVars(lookup)
+	secrets = make([]string, 0, len(vars))
+	for _, v := range vars {
+		secrets = append(secrets, v)
+	}
+	vars["run.id"] = runID
+	if s.Environment.Type == scenario.EnvKubernetes {
+		for _, svc := range s.Services {
+			vars["services."+svc.Name+".url"] = svc.URL
+		}
+	}
+	return vars, secrets
 }

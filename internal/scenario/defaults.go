@@ -2,8 +2,16 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/drillhq/drill/internal/measure"
+)
+
+// The lag budget's defaults are the lag rule's own, written once in
+// internal/measure.
+const (
+	DefaultLagLate     = measure.DefaultLateAfter    // LagBudget.Late
+	DefaultLagFraction = measure.DefaultLateFraction // LagBudget.Fraction
 )
 
 // Defaults applied by [Scenario.SetDefaults]; each field's doc comment in
@@ -30,8 +38,6 @@ const (
 	DefaultTargetsFormat    = "http"                // TargetsFile.Format
 	DefaultRetryInterval    = 50 * time.Millisecond // Retry.Interval
 	DefaultRetryMaxAttempts = 3                     // Retry.MaxAttempts
-	DefaultLagLate          = 10 * time.Millisecond // LagBudget.Late
-	DefaultLagFraction      = 0.01                  // LagBudget.Fraction
 	DefaultFaultStream      = "downstream"          // Fault.Stream (toxics)
 	DefaultToxicity         = 1.0                   // Fault.Toxicity (toxics)
 	DefaultObserverInterval = time.Second           // ProbeObserver, MetricsObserver .Interval
@@ -52,20 +58,6 @@ var DefaultShedStatus = []int{503, 429}
 
 // DefaultRetryOn is the default of Retry.On (plus transport errors).
 var DefaultRetryOn = []int{429, 502, 503, 504}
-
-// IsToxic reports whether t is a Toxiproxy toxic (as opposed to down or a
-// pause), i.e. whether Stream and Toxicity apply.
-func (t FaultType) IsToxic() bool {
-	switch t {
-	case FaultLatency, FaultTimeout, FaultBandwidth, FaultSlowClose, FaultResetPeer, FaultSlicer, FaultLimitData:
-		return true
-	}
-	return false
-}
-
-// NeedsProxy reports whether a fault of type t acts on a proxy (toxics and
-// down); the others act on a dependency.
-func (t FaultType) NeedsProxy() bool { return t.IsToxic() || t == FaultDown }
 
 // SetDefaults fills every unset field with its documented default. It is
 // idempotent and only fills fields that apply (e.g. Toxicity only for
@@ -183,17 +175,7 @@ func (s *Scenario) SetDefaults() {
 		setIf(&st.LagBudget.Fraction, DefaultLagFraction)
 	}
 	for i := range s.Faults {
-		f := &s.Faults[i]
-		if f.Type.IsToxic() {
-			setIf(&f.Stream, DefaultFaultStream)
-			if f.Toxicity == nil {
-				x := DefaultToxicity
-				f.Toxicity = &x
-			}
-		}
-		if (f.Type == FaultTimeout || f.Type == FaultResetPeer) && f.Timeout == nil {
-			f.Timeout = &Duration{}
-		}
+		setFaultDefaults(&s.Faults[i])
 	}
 	for i := range s.Observers.Probes {
 		o := &s.Observers.Probes[i]
@@ -211,42 +193,6 @@ func (s *Scenario) SetDefaults() {
 	}
 	for i := range s.Assertions {
 		s.defaultAssertion(&s.Assertions[i])
-	}
-}
-
-func (s *Scenario) defaultAssertion(a *Assertion) {
-	setIf(&a.Window, DefaultWindow)
-	switch a.Type {
-	case AssertLatency, AssertEndpointRemoval:
-		if a.Percentile == nil {
-			p := DefaultPercentile
-			a.Percentile = &p
-		}
-	case AssertErrorRate:
-		setIf(&a.StatusClass, DefaultStatusClass)
-	case AssertThroughput:
-		if a.MinRatio == nil {
-			r := DefaultMinRatio
-			a.MinRatio = &r
-		}
-	case AssertShed:
-		if len(a.Status) == 0 {
-			a.Status = append([]int(nil), DefaultShedStatus...)
-		}
-	case AssertRecovery:
-		if a.Hold == nil {
-			a.Hold = &Duration{DefaultHold}
-		}
-		if a.Fault == "" {
-			if _, f, ok := strings.Cut(a.Window, ":"); ok && (strings.HasPrefix(a.Window, "fault:") || strings.HasPrefix(a.Window, "recovery:")) {
-				a.Fault = f
-			} else if len(s.Faults) == 1 {
-				a.Fault = s.Faults[0].Name
-			}
-		}
-	}
-	if a.Name == "" && a.Type != "" {
-		a.Name = string(a.Type) + "-" + a.Window
 	}
 }
 

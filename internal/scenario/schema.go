@@ -99,6 +99,7 @@ func JSONSchema() ([]byte, error) {
 	props := root["properties"].(map[string]any)
 	props["apiVersion"] = map[string]any{"const": APIVersion, "description": "Always " + APIVersion + "."}
 	props["kind"] = map[string]any{"const": KindScenario, "description": "Always " + KindScenario + "."}
+	manualSchema(defs)
 	root["$defs"] = defs
 	return json.MarshalIndent(root, "", "  ")
 }
@@ -230,13 +231,95 @@ func WriteReference(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	writeFaultKinds(&b)
+	writeAssertionKinds(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// writeFaultKinds writes the reference of each fault kind from its spec:
+// a summary table, then per kind its doc and example.
+func writeFaultKinds(b *strings.Builder) {
+	b.WriteString("#### Fault kinds\n\n")
+	b.WriteString("A fault's `type` is one of these kinds. Toxics act on a proxy in the direction `stream` " +
+		"names (default downstream) on the share `toxicity` of its connections (default 1); the other kinds " +
+		"take a proxy or a dependency out as a whole and take neither.\n\n")
+	b.WriteString("| type | acts on | Toxiproxy toxic | keys |\n|---|---|---|---|\n")
+	for _, sp := range faultSpecs {
+		toxic := "no"
+		if sp.IsToxic() {
+			toxic = "`" + sp.Toxic + "`"
+		}
+		var keys []string
+		for _, a := range sp.Attrs {
+			keys = append(keys, keyCell(a.Key, a.Required))
+		}
+		fmt.Fprintf(b, "| [`%s`](#fault-%s) | `%s` | %s | %s |\n", sp.Type, anchor(string(sp.Type)), sp.Target, toxic, orNone(keys))
+	}
+	b.WriteString("\n")
+	for _, sp := range faultSpecs {
+		fmt.Fprintf(b, "##### fault `%s`\n\n%s\n\n```yaml\nfaults:\n%s\n```\n\n", sp.Type, mdEscape(sp.Doc), indent(sp.Example))
+	}
+}
+
+// writeAssertionKinds writes the reference of each assertion kind from its
+// spec: a summary table, then per kind its doc and example.
+func writeAssertionKinds(b *strings.Builder) {
+	b.WriteString("#### Assertion kinds\n\n")
+	b.WriteString("An assertion's `type` is one of these kinds; each also takes `name`, `window` (default run) " +
+		"and `source`.\n\n")
+	b.WriteString("| type | keys |\n|---|---|\n")
+	for _, sp := range assertionSpecs {
+		var keys []string
+		for _, f := range sp.Fields {
+			keys = append(keys, keyCell(f.Key, f.Required))
+		}
+		fmt.Fprintf(b, "| [`%s`](#assertion-%s) | %s |\n", sp.Type, anchor(string(sp.Type)), orNone(keys))
+	}
+	b.WriteString("\n")
+	for _, sp := range assertionSpecs {
+		fmt.Fprintf(b, "##### assertion `%s`\n\n%s\n\n```yaml\nassertions:\n%s\n```\n\n", sp.Type, mdEscape(sp.Doc), indent(sp.Example))
+	}
+}
+
+// keyCell renders a kind's key for a summary table.
+func keyCell(key string, required bool) string {
+	if required {
+		return "`" + key + "` (required)"
+	}
+	return "`" + key + "`"
+}
+
+func orNone(keys []string) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	return strings.Join(keys, ", ")
+}
+
+// anchor is the GitHub heading anchor of a kind name after its "fault " or
+// "assertion " prefix (lower case; characters other than letters, digits,
+// '-' and '_' dropped).
+func anchor(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return -1
+	}, name)
+}
+
+// indent indents each line of a YAML example by two spaces.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n  ")
+}
+
 var (
 	defaultRE      = regexp.MustCompile(`(?i)\bdefault(?: is|:)?\s+([^;]+?)(?:;|\.\s|\.$|$)`)
-	parenDefaultRE = regexp.MustCompile("([\\w./-]+) \\(default\\)")
+	parenDefaultRE = regexp.MustCompile(`([\w./-]+) \(default\)`)
 )
 
 // defaultOf pulls the default out of a field's doc comment ("default 10s",

@@ -11,6 +11,14 @@
 // "1400/1s", "90/m"), [ByteSize] ("64KiB"), [Percentile] ("p99", "99.9").
 // A zero value of an optional field means "unset"; the field's doc comment
 // gives the default applied by [Scenario.SetDefaults].
+//
+// Each fault kind and each assertion kind has one home: a [FaultSpec]
+// (fault_*.go) or an [AssertionSpec] (assertion_*.go) holding the keys
+// the kind needs and takes, its defaults, its own rules, its reference
+// docs and an example, registered in [FaultSpecs] or [AssertionSpecs].
+// Defaults, validation, `drill plan`, the generated reference and
+// internal/inject ([CheckFault]) all read the spec; CONTRIBUTING.md says
+// how to add a kind.
 package scenario
 
 // APIVersion is the only scenario apiVersion this drill understands.
@@ -624,24 +632,6 @@ type LagBudget struct {
 // FaultType names a fault kind.
 type FaultType string
 
-// Fault types. The toxics are Toxiproxy's; see its docs for semantics.
-const (
-	FaultLatency   FaultType = "latency"    // latency (ms), jitter (ms)
-	FaultTimeout   FaultType = "timeout"    // timeout (ms); 0 = pause (hold data until removed)
-	FaultBandwidth FaultType = "bandwidth"  // rate (KB/s)
-	FaultSlowClose FaultType = "slow_close" // delay (ms)
-	FaultResetPeer FaultType = "reset_peer" // timeout (ms)
-	FaultSlicer    FaultType = "slicer"     // averageSize, sizeVariation (bytes), delay (µs)
-	FaultLimitData FaultType = "limit_data" // bytes
-	// FaultDown disables the proxy: the listener closes and every connection
-	// drops, so clients see "connection refused" rather than a hang.
-	FaultDown FaultType = "down"
-	// FaultProcessPause sends SIGSTOP to a local process group and SIGCONT on revert.
-	FaultProcessPause FaultType = "process-pause"
-	// FaultContainerPause pauses a container through the Docker API.
-	FaultContainerPause FaultType = "container-pause"
-)
-
 // Fault is one injected fault, on at At and off at At+For.
 type Fault struct {
 	// Name is unique; it names the fault:<name> and recovery:<name> windows.
@@ -656,10 +646,18 @@ type Fault struct {
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
 	// Toxicity is the probability 0..1 that a connection is affected; default 1.
 	Toxicity *float64 `yaml:"toxicity,omitempty" json:"toxicity,omitempty"`
-	// At is when the fault turns on, from t=0; required.
+	// At is when the fault turns on, from t=0; required. "manual" leaves
+	// the start to an operator on the console (drill run --ui).
 	At Duration `yaml:"at" json:"at"`
-	// For is how long it stays on; required, > 0.
+	// For is how long it stays on; required, > 0. "manual" keeps it on
+	// until an operator ends it or the run ends.
 	For Duration `yaml:"for" json:"for"`
+	// ManualStart is set by "at: manual": an operator starts the fault
+	// from the console (At is then 0 and unused).
+	ManualStart bool `yaml:"-" json:"manualStart,omitempty"`
+	// ManualEnd is set by "for: manual": the fault stays on until an
+	// operator ends it or the run ends (For is then 0 and unused).
+	ManualEnd bool `yaml:"-" json:"manualEnd,omitempty"`
 
 	// Latency (latency toxic), rounded to ms.
 	Latency *Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
@@ -755,7 +753,7 @@ type PromQLObserver struct {
 // StopAction is what a stop condition does when it fires.
 type StopAction string
 
-// Stop actions, in the graded ladder of DESIGN 7a.
+// Stop actions, in the graded ladder of docs/DESIGN.md §15.
 const (
 	StopWarn      StopAction = "warn"       // log and record only
 	StopEndFaults StopAction = "end-faults" // revert every fault now, keep load and measuring
@@ -847,25 +845,8 @@ type Compare struct {
 	PassToFail *bool `yaml:"passToFail,omitempty" json:"passToFail,omitempty"`
 }
 
-// AssertionType names an assertion kind (DESIGN section 5).
+// AssertionType names an assertion kind (docs/DESIGN.md §9).
 type AssertionType string
-
-// Assertion types.
-const (
-	AssertRestarts        AssertionType = "restarts"         // Service, Max (count)
-	AssertEndpointRemoval AssertionType = "endpoint-removal" // Service, MaxLatency, Percentile optional
-	AssertLatency         AssertionType = "latency"          // Stream, Percentile, MaxLatency
-	AssertErrorRate       AssertionType = "error-rate"       // Stream, StatusClass, MaxRate
-	AssertThroughput      AssertionType = "throughput"       // Stream, MinRatio (achieved/intended)
-	AssertRecovery        AssertionType = "recovery"         // Metric or Stream condition, Hold, Within
-	AssertShed            AssertionType = "shed"             // Stream, MaxLatency, Percentile (default p99), RetryAfter
-	AssertFlaps           AssertionType = "flaps"            // Service, Max
-	AssertMetric          AssertionType = "metric"           // Metric, Labels, Op, Value
-	AssertIsolation       AssertionType = "isolation"        // Stream, MaxP99Ratio, MaxErrorRateDelta
-	AssertReady           AssertionType = "ready"            // Service, MinReady replicas at window end
-	AssertUnroutable      AssertionType = "unroutable"       // Service, MaxDuration, AfterFaultEnd, Fault
-	AssertDetection       AssertionType = "detection"        // Service, MaxDuration, Fault, Percentile (default p100)
-)
 
 // ClaimFigure names a routing figure a claim is compared with.
 type ClaimFigure string

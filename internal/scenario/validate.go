@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"os"
@@ -16,7 +15,7 @@ import (
 	"time"
 )
 
-// Reference service names and builds (DESIGN section 6).
+// Reference service names and builds (docs/DESIGN.md §17).
 var (
 	ReferenceServices = []string{"order-gateway", "payment-core"}
 	Builds            = []string{"correct", "naive"}
@@ -47,57 +46,16 @@ var (
 	EnvironmentTypes = []string{string(EnvCompose), string(EnvKubernetes), string(EnvLocal)}
 	SUTPriorities    = []string{string(SUTPriorityLower), string(SUTPrioritySame)}
 	PostgresModes    = []string{string(PostgresAuto), string(PostgresBinaries), string(PostgresContainer)}
-	FaultTypes       = []string{string(FaultBandwidth), string(FaultContainerPause), string(FaultDown), string(FaultLatency),
-		string(FaultLimitData), string(FaultProcessPause), string(FaultResetPeer), string(FaultSlicer), string(FaultSlowClose), string(FaultTimeout)}
-	FaultStreams   = []string{"both", "downstream", "upstream"}
-	RetryPolicies  = []string{string(RetryFixed), string(RetryNone), string(RetryAfter)}
-	StopActions    = []string{string(StopAbort), string(StopEndFaults), string(StopLoad), string(StopWarn)}
-	AssertionTypes = []string{string(AssertDetection), string(AssertEndpointRemoval), string(AssertErrorRate), string(AssertFlaps), string(AssertIsolation),
-		string(AssertLatency), string(AssertMetric), string(AssertReady), string(AssertRecovery), string(AssertRestarts),
-		string(AssertShed), string(AssertThroughput), string(AssertUnroutable)}
-	StatusClasses = []string{"4xx", "5xx", "any", "errors", "non-2xx"}
-	ClaimFigures  = []string{string(ClaimBackFirst), string(ClaimBackLast), string(ClaimDetectionFirst), string(ClaimDetectionLast),
+	FaultStreams     = []string{"both", "downstream", "upstream"}
+	RetryPolicies    = []string{string(RetryFixed), string(RetryNone), string(RetryAfter)}
+	StopActions      = []string{string(StopAbort), string(StopEndFaults), string(StopLoad), string(StopWarn)}
+	StatusClasses    = []string{"4xx", "5xx", "any", "errors", "non-2xx"}
+	ClaimFigures     = []string{string(ClaimBackFirst), string(ClaimBackLast), string(ClaimDetectionFirst), string(ClaimDetectionLast),
 		string(ClaimLeftFirst), string(ClaimLeftLast)}
 	MetricOps      = []string{"!=", "<", "<=", "==", ">", ">="}
 	TargetsFormats = []string{"http", "json"}
 	HTTPSchemes    = []string{"HTTP", "HTTPS"}
 )
-
-// faultAttributes lists the attribute keys each fault type takes; required
-// ones are marked with a leading '!'.
-var faultAttributes = map[FaultType][]string{
-	FaultLatency:        {"!latency", "jitter"},
-	FaultTimeout:        {"timeout"},
-	FaultBandwidth:      {"!rateKBps"},
-	FaultSlowClose:      {"!delay"},
-	FaultResetPeer:      {"timeout"},
-	FaultSlicer:         {"!averageSize", "sizeVariation", "delay"},
-	FaultLimitData:      {"!bytes"},
-	FaultDown:           {},
-	FaultProcessPause:   {},
-	FaultContainerPause: {},
-}
-
-// allFaultAttributes are the keys of Fault that are toxic attributes.
-var allFaultAttributes = []string{"averageSize", "bytes", "delay", "jitter", "latency", "rateKBps", "sizeVariation", "timeout"}
-
-// assertionFields lists the keys each assertion type takes beyond name,
-// type, window and source; required ones are marked with a leading '!'.
-var assertionFields = map[AssertionType][]string{
-	AssertRestarts:        {"!service", "!max", "includeStartup"},
-	AssertEndpointRemoval: {"!service", "!maxLatency", "percentile"},
-	AssertLatency:         {"!stream", "!maxLatency", "percentile"},
-	AssertErrorRate:       {"!stream", "!maxRate", "statusClass"},
-	AssertThroughput:      {"!stream", "minRatio"},
-	AssertRecovery:        {"!within", "hold", "fault", "metric", "labels", "op", "value", "stream", "maxLatency", "maxRate"},
-	AssertShed:            {"!stream", "!maxLatency", "percentile", "status", "retryAfter"},
-	AssertFlaps:           {"!service", "!max"},
-	AssertMetric:          {"!metric", "!op", "!value", "labels"},
-	AssertIsolation:       {"!stream", "maxP99Ratio", "maxErrorRateDelta"},
-	AssertReady:           {"!service", "!minReady"},
-	AssertUnroutable:      {"!service", "!maxDuration", "afterFaultEnd", "fault"},
-	AssertDetection:       {"!service", "!maxDuration", "fault", "percentile"},
-}
 
 var (
 	dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -816,79 +774,39 @@ func (v *validator) faults() {
 	for i := range s.Faults {
 		f := &s.Faults[i]
 		p := fmt.Sprintf("faults[%d]", i)
-		attrs, known := faultAttributes[f.Type]
+		sp, known := FaultSpecOf(f.Type)
+		report := func(key, msg string) {
+			if key == "" {
+				v.errorf(p, "%s", msg)
+				return
+			}
+			v.errorf(p+"."+key, "%s", msg)
+		}
+		checkFault(f, report)
 		if !known {
-			v.errorf(p+".type", "%s", unknownValue("fault type", string(f.Type), FaultTypes))
 			continue
 		}
-		fv := reflect.ValueOf(f).Elem()
-		for _, a := range allFaultAttributes {
-			set := !yamlField(fv, a).IsZero()
-			allowed, required := attrAllowed(attrs, a)
-			if set && !allowed {
-				v.errorf(p+"."+a, "%s does not apply to a %s fault%s", a, f.Type, attrList(attrs))
-			}
-			if required && !set {
-				v.errorf(p, "a %s fault needs %s", f.Type, a)
-			}
+		// What checkFault cannot see: whether the target exists (a missing
+		// one was reported), the kind's rules about it, the environment.
+		target, exists := f.Proxy, proxies[f.Proxy]
+		if sp.Target == TargetDependency {
+			target, exists = f.Dependency, deps[f.Dependency] != nil
 		}
-		if f.Type.NeedsProxy() {
-			switch {
-			case f.Proxy == "":
-				v.errorf(p, "a %s fault needs proxy (the name of one of proxies)", f.Type)
-			case !proxies[f.Proxy]:
-				v.errorf(p+".proxy", "no proxy named %q%s", f.Proxy, knownNames(mapKeys(proxies)))
-			}
-			if f.Dependency != "" {
-				v.errorf(p+".dependency", "dependency does not apply to a %s fault (it acts on proxy)", f.Type)
-			}
-		} else {
-			switch {
-			case f.Dependency == "":
-				v.errorf(p, "a %s fault needs dependency (the name of one of dependencies)", f.Type)
-			case deps[f.Dependency] == nil:
-				v.errorf(p+".dependency", "no dependency named %q%s", f.Dependency, knownNames(depNames(s)))
-			case f.Type == FaultContainerPause && (deps[f.Dependency].Postgres == nil || deps[f.Dependency].Postgres.Mode != PostgresContainer):
-				v.errorf(p+".dependency", "container-pause needs a postgres dependency with mode: container")
-			}
-			if f.Proxy != "" {
-				v.errorf(p+".proxy", "proxy does not apply to a %s fault (it acts on dependency)", f.Type)
-			}
-			if s.Environment.Type == EnvKubernetes {
-				v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)
-			}
+		switch {
+		case target == "":
+		case !exists && sp.Target == TargetProxy:
+			v.errorf(p+".proxy", "no proxy named %q%s", f.Proxy, knownNames(mapKeys(proxies)))
+		case !exists:
+			v.errorf(p+".dependency", "no dependency named %q%s", f.Dependency, knownNames(depNames(s)))
+		case sp.CheckTarget != nil:
+			sp.CheckTarget(s, f, report)
 		}
-		if f.Type.IsToxic() {
-			if !oneOf(f.Stream, FaultStreams) {
-				v.errorf(p+".stream", "%s", unknownValue("stream direction", f.Stream, FaultStreams))
-			}
-			if x := f.Toxicity; x != nil && !(*x >= 0 && *x <= 1) {
-				v.errorf(p+".toxicity", "toxicity must be between 0 and 1, got %v", *x)
-			}
-		} else {
-			if f.Stream != "" {
-				v.errorf(p+".stream", "stream applies only to toxics, not to a %s fault", f.Type)
-			}
-			if f.Toxicity != nil {
-				v.errorf(p+".toxicity", "toxicity applies only to toxics, not to a %s fault", f.Type)
-			}
+		if sp.Target == TargetDependency && s.Environment.Type == EnvKubernetes {
+			v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)
 		}
-		if f.Jitter != nil && f.Latency != nil && f.Jitter.D() > f.Latency.D() {
-			v.errorf(p+".jitter", "jitter (%s) must not exceed latency (%s)", f.Jitter.D(), f.Latency.D())
-		}
-		if f.SizeVariation != nil && f.AverageSize != nil && *f.SizeVariation >= *f.AverageSize {
-			v.errorf(p+".sizeVariation", "sizeVariation (%d) must be below averageSize (%d)", *f.SizeVariation, *f.AverageSize)
-		}
-		if f.RateKBps != nil && *f.RateKBps < 0 {
-			v.errorf(p+".rateKBps", "rateKBps must not be negative")
-		}
-		for _, a := range []struct {
-			name string
-			d    *Duration
-		}{{"latency", f.Latency}, {"timeout", f.Timeout}, {"delay", f.Delay}, {"jitter", f.Jitter}} {
-			if a.d != nil && a.d.D() > 24*time.Hour {
-				v.errorf(p+"."+a.name, "%s %s is too long", a.name, a.d.D())
-			}
+		if f.ManualStart || f.ManualEnd {
+			v.validateManual(p, *f)
+			continue
 		}
 		switch on, off := f.At.D(), f.At.D()+f.For.D(); {
 		case f.For.D() <= 0:
@@ -909,36 +827,6 @@ func article(word string) string {
 		return "an"
 	}
 	return "a"
-}
-
-func attrAllowed(attrs []string, a string) (allowed, required bool) {
-	for _, x := range attrs {
-		if x == a {
-			return true, false
-		}
-		if x == "!"+a {
-			return true, true
-		}
-	}
-	return false, false
-}
-
-func attrList(attrs []string) string {
-	if len(attrs) == 0 {
-		return " (it takes no attributes)"
-	}
-	clean := make([]string, len(attrs))
-	for i, a := range attrs {
-		clean[i] = strings.TrimPrefix(a, "!")
-	}
-	sort.Strings(clean)
-	return "; it takes: " + strings.Join(clean, ", ")
-}
-
-// yamlField returns the field of struct value v with YAML key key.
-func yamlField(v reflect.Value, key string) reflect.Value {
-	si := infoFor(v.Type())
-	return v.Field(si.fields[si.byName[key]].index)
 }
 
 func mapKeys(m map[string]bool) []string {
@@ -1106,185 +994,6 @@ func (v *validator) stopConditions() {
 		}
 		if !oneOf(string(c.Action), StopActions) {
 			v.errorf(p+".action", "%s", unknownValue("stop action", string(c.Action), StopActions))
-		}
-	}
-}
-
-func (v *validator) assertions() {
-	s := v.s
-	spans := s.Spans()
-	windows := map[string]Span{}
-	var windowNames []string
-	for _, sp := range spans {
-		windows[sp.Name] = sp
-		windowNames = append(windowNames, sp.Name)
-	}
-	streams, services := v.streamNames(), v.serviceNames()
-	faults := map[string]bool{}
-	for _, f := range s.Faults {
-		faults[f.Name] = true
-	}
-	hasMetrics := len(s.Observers.Metrics)+len(s.Observers.PromQL) > 0
-	seen := map[string]int{}
-	for i := range s.Assertions {
-		a := &s.Assertions[i]
-		p := fmt.Sprintf("assertions[%d]", i)
-		if a.Name != "" {
-			if j, dup := seen[a.Name]; dup {
-				v.errorf(p+".name", "duplicate assertion name %q (also assertions[%d]); give each assertion its own name", a.Name, j)
-			}
-			seen[a.Name] = i
-		}
-		fields, known := assertionFields[a.Type]
-		if !known {
-			v.errorf(p+".type", "%s", unknownValue("assertion type", string(a.Type), AssertionTypes))
-			continue
-		}
-		if sp, ok := windows[a.Window]; !ok {
-			v.errorf(p+".window", "no window named %q; known: %s", a.Window, strings.Join(windowNames, ", "))
-		} else if sp.To <= sp.From {
-			v.errorf(p+".window", "window %q is empty", a.Window)
-		}
-		av := reflect.ValueOf(a).Elem()
-		si := infoFor(av.Type())
-		for _, f := range si.fields {
-			switch f.name {
-			case "name", "type", "window", "source":
-				continue
-			}
-			set := !av.Field(f.index).IsZero()
-			allowed, required := attrAllowed(fields, f.name)
-			if set && !allowed {
-				v.errorf(p+"."+f.name, "%s does not apply to %s %s assertion%s", f.name, article(string(a.Type)), a.Type, attrList(fields))
-			}
-			if required && !set {
-				v.errorf(p, "%s %s assertion needs %s", article(string(a.Type)), a.Type, f.name)
-			}
-		}
-		if a.Stream != "" && !oneOf(a.Stream, streams) {
-			v.errorf(p+".stream", "no stream named %q%s", a.Stream, knownNames(streams))
-		}
-		if a.Service != "" && !oneOf(a.Service, services) {
-			v.errorf(p+".service", "no service named %q%s", a.Service, knownNames(services))
-		}
-		if a.Max != nil && *a.Max < 0 {
-			v.errorf(p+".max", "max must not be negative")
-		}
-		if a.MinReady != nil {
-			if *a.MinReady < 0 {
-				v.errorf(p+".minReady", "minReady must not be negative")
-			}
-			for _, svc := range s.Services {
-				if svc.Name == a.Service && s.Environment.Type == EnvLocal && *a.MinReady > svc.Replicas {
-					v.errorf(p+".minReady", "minReady (%d) exceeds the service's replicas (%d)", *a.MinReady, svc.Replicas)
-				}
-			}
-		}
-		if a.MaxLatency != nil && a.MaxLatency.D() <= 0 {
-			v.errorf(p+".maxLatency", "maxLatency must be above 0")
-		}
-		ratio := func(key string, x *float64, lowOpen bool) {
-			if x == nil {
-				return
-			}
-			ok := *x >= 0 && *x <= 1
-			if lowOpen {
-				ok = *x > 0 && *x <= 1
-			}
-			if !ok {
-				lo := "between 0 and 1"
-				if lowOpen {
-					lo = "above 0 and at most 1"
-				}
-				v.errorf(p+"."+key, "%s must be %s, got %v", key, lo, *x)
-			}
-		}
-		ratio("maxRate", a.MaxRate, false)
-		ratio("minRatio", a.MinRatio, true)
-		ratio("maxErrorRateDelta", a.MaxErrorRateDelta, false)
-		if a.MaxP99Ratio != nil && !(*a.MaxP99Ratio > 0 && !math.IsInf(*a.MaxP99Ratio, 0)) {
-			v.errorf(p+".maxP99Ratio", "maxP99Ratio must be above 0, got %v", *a.MaxP99Ratio)
-		}
-		if a.Percentile != nil && !(*a.Percentile > 0 && *a.Percentile <= 100) {
-			v.errorf(p+".percentile", "percentile must be above 0 and at most 100")
-		}
-		if a.StatusClass != "" && !oneOf(a.StatusClass, StatusClasses) {
-			v.errorf(p+".statusClass", "%s", unknownValue("status class", a.StatusClass, StatusClasses))
-		}
-		for j, c := range a.Status {
-			if c < 100 || c > 599 {
-				v.errorf(fmt.Sprintf("%s.status[%d]", p, j), "status %d is not an HTTP status (100-599)", c)
-			}
-		}
-		if a.Op != "" && !oneOf(a.Op, MetricOps) {
-			v.errorf(p+".op", "%s", unknownValue("operator", a.Op, MetricOps))
-		}
-		if a.Value != nil && (math.IsNaN(*a.Value) || math.IsInf(*a.Value, 0)) {
-			v.errorf(p+".value", "value must be a finite number")
-		}
-		if a.Metric != "" {
-			if !metricRE.MatchString(a.Metric) && !v.isPromQLName(a.Metric) {
-				v.errorf(p+".metric", "invalid metric name %q", a.Metric)
-			}
-			if !hasMetrics {
-				v.errorf(p+".metric", "no metrics source: add observers.metrics (a /metrics scrape) or observers.promql")
-			}
-		}
-		if a.Hold != nil && a.Hold.D() <= 0 {
-			v.errorf(p+".hold", "hold must be above 0")
-		}
-		if a.Within != nil && a.Within.D() <= 0 {
-			v.errorf(p+".within", "within must be above 0")
-		}
-		if a.MaxDuration != nil && a.MaxDuration.D() < 0 {
-			v.errorf(p+".maxDuration", "maxDuration must not be negative")
-		}
-		if a.Fault != "" && a.Type != AssertRecovery && !faults[a.Fault] {
-			v.errorf(p+".fault", "no fault named %q%s", a.Fault, knownNames(mapKeys(faults)))
-		}
-		// Which fault: named, the window's, or the scenario's only one.
-		faultKnown := a.Fault != "" || len(s.Faults) == 1 ||
-			strings.HasPrefix(a.Window, "fault:") || strings.HasPrefix(a.Window, "recovery:")
-		switch {
-		case faultKnown:
-		case a.Type == AssertDetection:
-			v.errorf(p, "a detection assertion needs fault (whose start starts the clock), or a fault:<name> or recovery:<name> window")
-		case a.Type == AssertUnroutable && a.AfterFaultEnd != nil && *a.AfterFaultEnd:
-			v.errorf(p+".afterFaultEnd", "afterFaultEnd needs fault (after whose end to count), or a fault:<name> or recovery:<name> window")
-		}
-		switch a.Type {
-		case AssertRecovery:
-			byMetric := a.Metric != "" || a.Op != "" || a.Value != nil
-			byStream := a.Stream != ""
-			switch {
-			case byMetric && byStream:
-				v.errorf(p, "a recovery assertion watches either a metric (metric, op, value) or a stream (stream with maxLatency and/or maxRate), not both")
-			case byMetric && (a.Metric == "" || a.Op == "" || a.Value == nil):
-				v.errorf(p, "a recovery condition on a metric needs metric, op and value")
-			case byStream && a.MaxLatency == nil && a.MaxRate == nil:
-				v.errorf(p, "a recovery condition on a stream needs maxLatency and/or maxRate")
-			case !byMetric && !byStream:
-				v.errorf(p, "a recovery assertion needs a condition: metric, op and value, or stream with maxLatency and/or maxRate")
-			}
-			if !byStream && (a.MaxLatency != nil || a.MaxRate != nil) {
-				v.errorf(p, "maxLatency and maxRate in a recovery assertion need stream")
-			}
-			switch {
-			case a.Fault == "":
-				v.errorf(p, "a recovery assertion needs fault (which fault's end starts the clock)")
-			case !faults[a.Fault]:
-				v.errorf(p+".fault", "no fault named %q%s", a.Fault, knownNames(mapKeys(faults)))
-			}
-		case AssertIsolation:
-			if a.MaxP99Ratio == nil && a.MaxErrorRateDelta == nil {
-				v.errorf(p, "an isolation assertion needs maxP99Ratio and/or maxErrorRateDelta")
-			}
-			if _, ok := windows[WindowBaseline]; !ok {
-				v.errorf(p, "an isolation assertion compares with the baseline window, which needs a fault starting after the warmup")
-			}
-			if a.Window == WindowBaseline {
-				v.errorf(p+".window", "an isolation assertion compares a window with the baseline; pick another window")
-			}
 		}
 	}
 }

@@ -4,7 +4,7 @@ package scenario
 
 var typeDocs = map[string]string{
 	"Assertion":             "Assertion is one check over one window. Which fields apply depends on Type.",
-	"AssertionType":         "AssertionType names an assertion kind (DESIGN section 5).",
+	"AssertionType":         "AssertionType names an assertion kind (docs/DESIGN.md §9).",
 	"BasicAuth":             "BasicAuth sets the Authorization header of every request of a stream to \"Basic \" + base64(username:password) (RFC 7617). Take the credentials from drill's environment with ${env.NAME} rather than writing them in the scenario; the Authorization header and the password are redacted in everything drill writes.",
 	"ByteSize":              "ByteSize is a size in bytes written \"512\", \"64KiB\", \"1MiB\", \"10KB\", \"2MB\".",
 	"CPUQuantity":           "CPUQuantity is an amount of CPU in thousandths of a core (millicores), written as Kubernetes writes a CPU quantity: \"500m\" (half a core), \"1\", \"1.5\", \"0.25\". The zero value is unset.",
@@ -123,12 +123,12 @@ var fieldDocs = map[string]string{
 	"Environment.local":                     "Local tunes how a local environment shares this machine's CPU between drill and the system under test.",
 	"Environment.type":                      "Type is local (default), kubernetes or compose.",
 	"ExecAction.command":                    "Command is argv, run without a shell; required.",
-	"Fault.at":                              "At is when the fault turns on, from t=0; required.",
+	"Fault.at":                              "At is when the fault turns on, from t=0; required. \"manual\" leaves the start to an operator on the console (drill run --ui).",
 	"Fault.averageSize":                     "AverageSize (slicer) is the average chunk size in bytes.",
 	"Fault.bytes":                           "Bytes (limit_data) per connection per direction.",
 	"Fault.delay":                           "Delay (slow_close: ms; slicer: µs).",
 	"Fault.dependency":                      "Dependency names a local dependency (process-pause, container-pause).",
-	"Fault.for":                             "For is how long it stays on; required, > 0.",
+	"Fault.for":                             "For is how long it stays on; required, > 0. \"manual\" keeps it on until an operator ends it or the run ends.",
 	"Fault.jitter":                          "Jitter (latency toxic), rounded to ms; must be <= Latency.",
 	"Fault.latency":                         "Latency (latency toxic), rounded to ms.",
 	"Fault.name":                            "Name is unique; it names the fault:<name> and recovery:<name> windows.",

@@ -19,7 +19,7 @@ import (
 )
 
 // agreement is how closely drill's removal latency per pod must agree with
-// the independent watch's (issue 7).
+// the independent watch's.
 const agreement = 50 * time.Millisecond
 
 // specBound is the scenario's endpoint-removal bound (MC-TR-01 here).
@@ -213,7 +213,7 @@ func TestContextNotAllowed(t *testing.T) {
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	before, err := e.toxiproxyProxies()
+	before, err := e.tpAPI().Proxies()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestContextNotAllowed(t *testing.T) {
 			if entries, _ := os.ReadDir(state); len(entries) > 0 {
 				t.Errorf("a refused run wrote a fault journal: %v", entries)
 			}
-			after, err := e.toxiproxyProxies()
+			after, err := e.tpAPI().Proxies()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,5 +1,5 @@
 // Package cluster proves drill's kubernetes mode against a real Kubernetes
-// control plane on one machine (issue 7): kube-apiserver and
+// control plane on one machine: kube-apiserver and
 // kube-controller-manager v1.37.2 with embedded etcd (test/controlplane),
 // `drill agent` in the kubelet's role, a throwaway PostgreSQL, a
 // toxiproxy-server reached through its HTTP API, and `drill run

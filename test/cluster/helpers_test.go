@@ -27,6 +27,7 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/observe"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
 // apply creates the Deployment and Service of scenarios/k8s/manifests/file
@@ -353,7 +354,7 @@ func countKind(obs []observation, kind string) int {
 func (e *clusterEnv) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
 	bin := "/usr/bin/kubectl"
-	if !fileExists(bin) {
+	if !testproc.FileExists(bin) {
 		p, err := exec.LookPath("kubectl")
 		if err != nil {
 			t.Skip("kubectl is not installed (Debian package kubectl): cannot show the restarts as kubectl does")

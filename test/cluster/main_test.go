@@ -1,15 +1,11 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +24,8 @@ import (
 
 	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/testproc"
+	"github.com/drillhq/drill/internal/testutil/toxiproxyapi"
 )
 
 // Names shared by the tests, the scenarios in scenarios/k8s and their
@@ -117,7 +115,7 @@ func logf(format string, a ...any) {
 // scenarios need. The returned env (even with an error) is torn down by
 // TestMain.
 func setup() (e *clusterEnv, skip string, err error) {
-	goBin := findGo()
+	goBin := testproc.FindGo()
 	if goBin == "" {
 		return nil, "no go command (GOROOT/bin/go, PATH, /usr/local/go/bin/go): cannot build the Kubernetes control plane", nil
 	}
@@ -190,28 +188,6 @@ func (e *clusterEnv) buildEnv() []string {
 		}
 	}
 	return append(out, "PATH="+filepath.Dir(e.goBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-}
-
-// findGo is the go command of the toolchain running the tests, else the
-// one on PATH, else /usr/local/go/bin/go; "" if none exists.
-func findGo() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	if p := "/usr/local/go/bin/go"; fileExists(p) {
-		return p
-	}
-	return ""
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func freePort() (int, error) {
@@ -317,7 +293,7 @@ func (e *clusterEnv) startToxiproxy() error {
 		e.tp, e.tpURL = p, "http://127.0.0.1:"+strconv.Itoa(port)
 		deadline := time.Now().Add(15 * time.Second)
 		for time.Now().Before(deadline) && p.running() {
-			if _, err := e.toxiproxyProxies(); err == nil {
+			if _, err := e.tpAPI().Proxies(); err == nil {
 				return e.createPostgresProxy()
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -327,49 +303,8 @@ func (e *clusterEnv) startToxiproxy() error {
 	return errors.New("toxiproxy-server did not answer")
 }
 
-// tpProxy is a proxy as Toxiproxy's HTTP API returns it.
-type tpProxy struct {
-	Name     string `json:"name"`
-	Listen   string `json:"listen"`
-	Upstream string `json:"upstream"`
-	Toxics   []struct {
-		Name string `json:"name"`
-	} `json:"toxics"`
-}
-
-func (e *clusterEnv) toxiproxyCall(method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, e.tpURL+path, rd)
-	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("toxiproxy %s %s: %s: %s", method, path, resp.Status, data)
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
-}
-
-func (e *clusterEnv) toxiproxyProxies() (map[string]tpProxy, error) {
-	var out map[string]tpProxy
-	err := e.toxiproxyCall(http.MethodGet, "/proxies", nil, &out)
-	return out, err
-}
+// tpAPI is a client of the toxiproxy-server's HTTP API.
+func (e *clusterEnv) tpAPI() *toxiproxyapi.Client { return &toxiproxyapi.Client{URL: e.tpURL} }
 
 // createPostgresProxy creates the proxy the pods reach PostgreSQL through;
 // drill adopts it (same name, listen and upstream in the scenario).
@@ -379,9 +314,8 @@ func (e *clusterEnv) createPostgresProxy() error {
 		return err
 	}
 	e.proxyListen = "127.0.0.1:" + strconv.Itoa(port)
-	return e.toxiproxyCall(http.MethodPost, "/proxies", map[string]any{
-		"name": proxyName, "listen": e.proxyListen, "upstream": e.pg.Addr, "enabled": true,
-	}, nil)
+	_, err = e.tpAPI().CreateProxy(proxyName, e.proxyListen, e.pg.Addr)
+	return err
 }
 
 // ---- control plane ----
@@ -397,7 +331,7 @@ func (e *clusterEnv) startControlPlane() error {
 	// 10-20 minutes on a busy 2-core machine; later ones seconds.
 	t0 := time.Now()
 	deadline := t0.Add(30 * time.Minute)
-	for !fileExists(e.kubeconfig) {
+	for !testproc.FileExists(e.kubeconfig) {
 		if !p.running() {
 			return fmt.Errorf("control plane exited before it was ready:\n%s", p.tail(30))
 		}

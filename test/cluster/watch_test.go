@@ -296,7 +296,7 @@ func (r removal) String() string {
 	return fmt.Sprintf("%s: %s", r.pod, r.latency.Round(10*time.Microsecond))
 }
 
-// removals applies the rule of DESIGN section 4 (and drill's
+// removals applies the rule of docs/DESIGN.md §9 (and drill's
 // endpoint-removal assertion) to a log: for each unready transition, the
 // time to the pod's next endpoint-not-ready or endpoint-removed (0 if the
 // endpoint was already out since the pod's last ready), unless the pod is

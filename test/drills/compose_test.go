@@ -17,6 +17,7 @@ import (
 	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
 // referenceImage is the image the compose drills' Compose files name.
@@ -50,7 +51,7 @@ func composeSetup(t *testing.T, work string) (string, compose.Docker) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(bctx, "drill")
-	cmd := exec.Command(goTool(), "build", "-o", bin, "./cmd/drill")
+	cmd := exec.Command(testproc.GoTool(), "build", "-o", bin, "./cmd/drill")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,8 +1,8 @@
 // Package drills is drill's own proof that it catches what it claims to
-// catch (issue 6): every shipped drill in scenarios/ has a twin that differs
-// only in the reference build it runs, and TestDrillPairs runs a shortened
-// variant of each pair (testdata/scenarios/drills/) with the drill binary as
-// a child process. The correct build must pass (exit 0); the naive build
+// catch (docs/DESIGN.md §17): every shipped drill in scenarios/ has a
+// twin that differs only in the reference build it runs, and
+// TestDrillPairs runs a shortened variant of each pair
+// (testdata/scenarios/drills/) with the drill binary as a child process. The correct build must pass (exit 0); the naive build
 // must fail (exit 1) on the assertion the drill exists for:
 //
 //   - orders-db-brownout: no-restarts, with evidence naming the liveness

@@ -16,6 +16,7 @@ import (
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/findings"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
 // scenarioDir holds the shortened drills, relative to this package.
@@ -299,33 +300,12 @@ func buildDrill(t *testing.T, dir string) string {
 		t.Fatalf("find module root: %v", err)
 	}
 	bin := filepath.Join(dir, "drill")
-	cmd := exec.Command(goTool(), "build", "-o", bin, "./cmd/drill")
+	cmd := exec.Command(testproc.GoTool(), "build", "-o", bin, "./cmd/drill")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build drill: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// goTool is $GOROOT/bin/go, else go on PATH, else /usr/local/go/bin/go.
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	if p := "/usr/local/go/bin/go"; fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // workDir makes the directory for the binary, the runs' reports and fault

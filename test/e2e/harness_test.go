@@ -9,13 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,14 +23,16 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/testutil/toxiproxyapi"
 )
 
 // wait bounds every wait on drill (a log line, an exit, processes gone).
 const wait = 90 * time.Second
 
-// toxiproxyServer is a toxiproxy-server child process on a free loopback port.
+// toxiproxyServer is a toxiproxy-server child process on a free loopback
+// port, with a client of its API.
 type toxiproxyServer struct {
-	URL string
+	toxiproxyapi.Client
 }
 
 // startToxiproxy runs toxiproxy-server with -proxy-metrics on a free
@@ -49,10 +49,10 @@ func startToxiproxy(t *testing.T, bin string) *toxiproxyServer {
 		}
 		exited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(exited) }()
-		s := &toxiproxyServer{URL: "http://127.0.0.1:" + strconv.Itoa(port)}
+		s := &toxiproxyServer{toxiproxyapi.Client{URL: "http://127.0.0.1:" + strconv.Itoa(port)}}
 		deadline := time.Now().Add(15 * time.Second)
 		for time.Now().Before(deadline) {
-			if _, err := s.proxies(); err == nil {
+			if _, err := s.Proxies(); err == nil {
 				t.Cleanup(func() {
 					_ = cmd.Process.Kill()
 					<-exited
@@ -82,64 +82,15 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// tpProxy is a proxy as the Toxiproxy HTTP API returns it.
-type tpProxy struct {
-	Name     string `json:"name"`
-	Listen   string `json:"listen"`
-	Upstream string `json:"upstream"`
-	Enabled  bool   `json:"enabled"`
-	Toxics   []struct {
-		Name string `json:"name"`
-	} `json:"toxics"`
-}
-
-func (s *toxiproxyServer) call(method, path string, body any, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, s.URL+path, rd)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
-// proxies lists every proxy with its toxics.
-func (s *toxiproxyServer) proxies() (map[string]tpProxy, error) {
-	var m map[string]tpProxy
-	err := s.call(http.MethodGet, "/proxies", nil, &m)
-	return m, err
-}
-
 // createProxy creates a proxy listening on a free loopback port, deleted at
 // the end of the test, and returns its listen address.
 func (s *toxiproxyServer) createProxy(t *testing.T, name, upstream string) string {
 	t.Helper()
-	var p tpProxy
-	err := s.call(http.MethodPost, "/proxies", map[string]any{"name": name, "listen": "127.0.0.1:0", "upstream": upstream, "enabled": true}, &p)
+	p, err := s.CreateProxy(name, "127.0.0.1:0", upstream)
 	if err != nil {
 		t.Fatalf("create proxy %s: %v", name, err)
 	}
-	t.Cleanup(func() { _ = s.call(http.MethodDelete, "/proxies/"+name, nil, nil) })
+	t.Cleanup(func() { _ = s.DeleteProxy(name) })
 	return p.Listen
 }
 
@@ -147,19 +98,10 @@ func (s *toxiproxyServer) createProxy(t *testing.T, name, upstream string) strin
 // "proxy/toxic".
 func (s *toxiproxyServer) drillToxics(t *testing.T) []string {
 	t.Helper()
-	ps, err := s.proxies()
+	out, err := s.Toxics(inject.ToxicPrefix)
 	if err != nil {
 		t.Fatalf("list toxiproxy proxies: %v", err)
 	}
-	var out []string
-	for _, p := range ps {
-		for _, x := range p.Toxics {
-			if strings.HasPrefix(x.Name, inject.ToxicPrefix) {
-				out = append(out, p.Name+"/"+x.Name)
-			}
-		}
-	}
-	sort.Strings(out)
 	return out
 }
 

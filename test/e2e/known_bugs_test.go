@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,18 +10,6 @@ import (
 	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/testutil"
 )
-
-// knownBug skips a test that shows a bug not fixed yet, unless
-// DRILL_E2E_KNOWN_BUGS=1. Remove the call when the bug is fixed.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs drill as a child process")
-	}
-	if os.Getenv("DRILL_E2E_KNOWN_BUGS") != "1" {
-		t.Skipf("known bug, not fixed yet: %s (DRILL_E2E_KNOWN_BUGS=1 runs it)", what)
-	}
-}
 
 // remoteCase builds drill, starts PostgreSQL and toxiproxy-server and
 // makes a case whose run is cleaned up at the end of the test.

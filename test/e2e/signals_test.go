@@ -46,7 +46,7 @@ type signalCase struct {
 // SIGINT twice and SIGKILL at several points of a timeout-0 pause. After
 // each (and drill cleanup after SIGKILL) the server holds no drill toxic,
 // PostgreSQL answers through the proxy at its normal latency and no process
-// of the run remains (issue 3, DESIGN section 8).
+// of the run remains (docs/DESIGN.md §15, §16).
 func TestSignalsRemoteToxiproxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs drill as a child process for about two minutes")
@@ -119,7 +119,7 @@ func TestSignalsRemoteToxiproxy(t *testing.T) {
 			if left := tp.drillToxics(t); len(left) > 0 {
 				t.Fatalf("drill toxics remain on the server: %v", left)
 			}
-			ps, err := tp.proxies()
+			ps, err := tp.Proxies()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func TestSignalsRemoteToxiproxy(t *testing.T) {
 // (SIGSTOP of its process tree) under the order-gateway reference service
 // and interrupts drill run with Ctrl-C (SIGINT) during the pause: the pause
 // is undone, drill exits 3 with its reports, and no process of the run
-// remains (issue 3).
+// remains.
 func TestSignalsProcessPause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs drill as a child process")

@@ -43,7 +43,6 @@ type Options struct {
 
 func dur(d time.Duration) *scenario.Duration { return &scenario.Duration{Duration: d} }
 func f64(v float64) *float64                 { return &v }
-func intp(n int) *int                        { return &n }
 func boolp(b bool) *bool                     { return &b }
 
 // Scenario returns the synthetic scenario (already defaulted).

@@ -5,7 +5,6 @@
 package testproc
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,20 +48,34 @@ func Command(tb testing.TB, env string) *exec.Cmd {
 // ($GOROOT/bin/go), else the one on PATH, else /usr/local/go/bin/go when it
 // exists, else "go".
 func GoTool() string {
+	if p := FindGo(); p != "" {
+		return p
+	}
+	return "go"
+}
+
+// FindGo is [GoTool] without the last resort: "" when no go command exists,
+// so a test can skip saying why.
+func FindGo() string {
 	if root := os.Getenv("GOROOT"); root != "" {
-		p := filepath.Join(root, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
+		if p := filepath.Join(root, "bin", "go"); FileExists(p) {
 			return p
 		}
 	}
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	p := "/usr/local/go/bin/go"
-	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-		return "go"
+	if p := "/usr/local/go/bin/go"; FileExists(p) {
+		return p
 	}
-	return p
+	return ""
+}
+
+// FileExists reports whether path names something that exists (a file, a
+// directory, ...) and can be looked at.
+func FileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Target is one binary for [Builds.Build]: Name is its file name in the

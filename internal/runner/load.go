@@ -1,0 +1,248 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/drillhq/drill/internal/cpuuse"
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/load"
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/progress"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/redact"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// LoadOptions configure [Load] (drill load).
+type LoadOptions struct {
+	// Scenario, when set, gives the streams: the scenario's own, on their
+	// own timeline, with no fault injected (loaded, defaulted, validated).
+	Scenario *scenario.Scenario
+	// Streams are the streams to drive when Scenario is nil (absolute
+	// URLs, no ${...}).
+	Streams []scenario.Stream
+	// Save, when set, is a file that receives every stream's per-second
+	// buckets as JSON.
+	Save string
+	// ProgressEvery is the progress period (0: 1 s on a terminal, 5 s
+	// otherwise; negative: no progress).
+	ProgressEvery time.Duration
+	// Stdout receives the per-stream summary; Progress the live progress.
+	Stdout, Progress io.Writer
+	// ProgressTTY updates progress in place when true.
+	ProgressTTY bool
+	// Logger receives structured logs (stderr).
+	Logger *slog.Logger
+}
+
+// Load drives streams alone, with no fault (drill load): a scenario's
+// streams (their ${run.id}, ${env.NAME} and, in kubernetes scenarios,
+// ${services.NAME.url} references filled as drill run fills them, secrets
+// redacted by the scenario's rules in logs and errors) or opts.Streams. It
+// prints one summary line per stream to Stdout and judges the
+// measurement. The error carries the exit code: 2 bad input (a stream
+// that cannot be prepared, a reference only drill run can fill), 3 could
+// not run or interrupted, 4 the generator fell behind its schedule
+// (measure's lag rule) or the load did not reach a server; nil when the
+// measurement is valid.
+func Load(ctx context.Context, opts LoadOptions) (rerr error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	streams, dir := opts.Streams, ""
+	if s := opts.Scenario; s != nil {
+		vars, secrets := startVars(s, fmt.Sprintf("load-%d", time.Now().Unix()), os.LookupEnv)
+		rd := s.Redactor(secrets...)
+		opts.Logger = slog.New(redact.Handler(opts.Logger.Handler(), rd))
+		var err error
+		if streams, err = scenarioStreams(s, vars); err != nil {
+			return redact.Error(exitcode.Wrap(exitcode.BadInput, err), rd)
+		}
+		defer func() { rerr = redact.Error(rerr, rd) }()
+		if len(s.Faults) > 0 {
+			opts.Logger.Warn("drill load injects no faults; ignoring the scenario's", "faults", len(s.Faults))
+		}
+		dir = filepath.Dir(s.File)
+	}
+	return runLoad(ctx, opts, streams, dir)
+}
+
+// scenarioStreams returns s's streams with their ${...} references
+// expanded from vars (load.ExpandStreams); a reference only drill run can
+// fill (a service, proxy or dependency it starts) is refused.
+func scenarioStreams(s *scenario.Scenario, vars map[string]string) ([]scenario.Stream, error) {
+	if len(s.Streams) == 0 {
+		return nil, fmt.Errorf("%s: the scenario has no streams", s.File)
+	}
+	out, err := load.ExpandStreams(s.Streams, vars)
+	var xe *load.ExpandError
+	if errors.As(err, &xe) {
+		return nil, fmt.Errorf("%s: %s: %w; drill load cannot start the scenario's services or proxies: give absolute URLs or use drill run", s.File, xe.Field, xe.Err)
+	}
+	return out, err
+}
+
+func runLoad(ctx context.Context, opts LoadOptions, streams []scenario.Stream, dir string) error {
+	clock := event.NewClock()
+	lopts := load.Options{Dir: dir}
+	// Without Save only each stream's total is printed: the engine hands
+	// its closed seconds to a running total per stream, so memory stays
+	// flat however long the load runs. Save writes every second, which
+	// the engine then keeps (packed, a few KB each).
+	totals := totalsSink{}
+	if opts.Save == "" {
+		lopts.Seconds = totals
+	}
+	eng, err := load.New(clock, streams, lopts, opts.Logger)
+	if err != nil {
+		return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("drill load: %w", err))
+	}
+	var total time.Duration
+	for _, st := range streams {
+		total = max(total, st.Start.D()+st.Duration.D())
+	}
+	pctx, stopProgress := context.WithCancel(ctx)
+	progressDone := make(chan struct{})
+	if opts.ProgressEvery >= 0 {
+		p := progress.New(opts.Progress, opts.ProgressTTY, opts.ProgressEvery)
+		go func() {
+			defer close(progressDone)
+			p.Run(pctx, func() progress.Snapshot {
+				return progress.Snapshot{Elapsed: clock.Now(), Total: total, Phase: "load", Streams: eng.Live(5 * time.Second)}
+			})
+		}()
+	} else {
+		close(progressDone)
+	}
+	clock.Rezero()
+	var runErr error
+	cpuuse.Do(ctx, cpuuse.PartGenerator, func(ctx context.Context) { runErr = eng.Run(ctx) })
+	stopProgress()
+	<-progressDone
+	if runErr != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill load: %w", runErr))
+	}
+	series := eng.Series()
+	if opts.Save == "" {
+		series = totals.series()
+	}
+	printLoadSummary(opts.Stdout, streams, series)
+	if opts.Save != "" {
+		if err := saveSeries(opts.Save, series); err != nil {
+			return exitcode.Wrap(exitcode.CouldNotRun, err)
+		}
+	}
+	if err := eng.Validity(); err != nil {
+		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %w", err))
+	}
+	if bad := record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, total); len(bad) > 0 {
+		v := record.Validity{ConnectionErrors: bad}
+		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %s", v.Summary()))
+	}
+	if ctx.Err() != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill load: interrupted: %w", context.Cause(ctx)))
+	}
+	return nil
+}
+
+// printLoadSummary writes one line per stream: intended and achieved
+// rate, latency percentiles from intended send times, errors, late sends.
+func printLoadSummary(w io.Writer, streams []scenario.Stream, series map[string]*measure.Series) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stream\trequests\tintended/s\tachieved/s\tp50\tp90\tp99\tmax\terrors\tlate\t")
+	for _, st := range streams {
+		s := series[st.Name]
+		if s == nil {
+			continue
+		}
+		b := s.Total()
+		secs := st.Duration.D().Seconds()
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%d\t\n", st.Name, b.Requests,
+			float64(b.Intended)/secs, float64(b.Requests)/secs,
+			ms(b.Quantile(50)), ms(b.Quantile(90)), ms(b.Quantile(99)), ms(b.Max()), errSummary(b), b.Late)
+	}
+	tw.Flush()
+}
+
+func ms(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// errSummary is "0", or the failure count with its breakdown, e.g.
+// "12 (503:10 timeout:2)".
+func errSummary(b *measure.Bucket) string {
+	n := b.Failures()
+	if n == 0 {
+		return "0"
+	}
+	var parts []string
+	for code, c := range b.Codes {
+		if code >= 400 {
+			parts = append(parts, fmt.Sprintf("%d:%d", code, c))
+		}
+	}
+	for kind, c := range b.Errors {
+		parts = append(parts, fmt.Sprintf("%s:%d", kind, c))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, " "))
+}
+
+func saveSeries(path string, series map[string]*measure.Series) error {
+	data, err := json.Marshal(series)
+	if err != nil {
+		return fmt.Errorf("encode series: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write series: %w", err)
+	}
+	return nil
+}
+
+// totalsSink merges every closed second of each stream into one bucket
+// (load.SecondSink). Called from one goroutine at a time.
+type totalsSink map[string]*measure.Bucket
+
+// WriteSecond merges b into stream's total; it never fails.
+func (t totalsSink) WriteSecond(stream string, b *measure.Bucket) error {
+	if t[stream] == nil {
+		t[stream] = measure.NewBucket(b.Start, 0)
+	}
+	tot := t[stream]
+	tot.Merge(b)
+	tot.Width = b.Start + b.Width - tot.Start
+	return nil
+}
+
+// series returns each stream's total as a one-bucket series.
+func (t totalsSink) series() map[string]*measure.Series {
+	out := make(map[string]*measure.Series, len(t))
+	for name, b := range t {
+		out[name] = &measure.Series{Stream: name, Buckets: []*measure.Bucket{b}}
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+package scenario
+
+// The assertion kinds about a service's replicas: their restarts,
+// readiness and routing, judged from the run's pod and endpoint events.
+const (
+	AssertRestarts        AssertionType = "restarts"         // Service, Max (count)
+	AssertFlaps           AssertionType = "flaps"            // Service, Max
+	AssertReady           AssertionType = "ready"            // Service, MinReady replicas at window end
+	AssertEndpointRemoval AssertionType = "endpoint-removal" // Service, MaxLatency, Percentile optional
+	AssertUnroutable      AssertionType = "unroutable"       // Service, MaxDuration, AfterFaultEnd, Fault
+	AssertDetection       AssertionType = "detection"        // Service, MaxDuration, Fault, Percentile (default p100)
+)
+
+var restartsSpec = AssertionSpec{
+	Type:   AssertRestarts,
+	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "max", Required: true}, {Key: "includeStartup"}},
+	Doc: "Counts the service's restarts in the window (container restarts plus pods " +
+		"replaced) and passes when they are at most max. Over the run window the " +
+		"restarts, crash loops and failed starts before load count too (includeStartup, " +
+		"default true there and false over any other window), so replicas that crashed " +
+		"while coming up cannot pass as 0 restarts.",
+	Example: `- type: restarts
+  service: order-gateway
+  max: 0
+  window: run`,
+}
+
+var flapsSpec = AssertionSpec{
+	Type:   AssertFlaps,
+	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "max", Required: true}},
+	Doc: "Counts each replica's ready/unready transitions in the window and passes when " +
+		"the replica with the most has at most max (readiness hysteresis).",
+	Example: `- type: flaps
+  service: order-gateway
+  max: 2
+  window: fault:pg-pause`,
+}
+
+var readySpec = AssertionSpec{
+	Type:   AssertReady,
+	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "minReady", Required: true}},
+	Doc: "Counts the service's replicas ready at the end of the window and passes when " +
+		"there are at least minReady (at most the service's replicas in a local " +
+		"environment).",
+	Example: `- type: ready
+  service: order-gateway
+  minReady: 3
+  window: recovery:pg-pause`,
+}
+
+var endpointRemovalSpec = AssertionSpec{
+	Type:   AssertEndpointRemoval,
+	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "maxLatency", Required: true}, {Key: "percentile"}},
+	Doc: "For each replica that turns unready in the window, measures the time from its " +
+		"Ready condition turning False to its endpoint leaving routing, and passes when " +
+		"the percentile (default p99) of those times is at most maxLatency. A replica " +
+		"unready that never leaves routing fails it.",
+	Example: `- type: endpoint-removal
+  service: order-gateway
+  maxLatency: 2s
+  window: fault:pg-pause`,
+	Defaults: func(_ *Scenario, a *Assertion) { defaultPercentile(a) },
+}
+
+var unroutableSpec = AssertionSpec{
+	Type:   AssertUnroutable,
+	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "maxDuration", Required: true}, {Key: "afterFaultEnd"}, {Key: "fault"}},
+	Doc: "Measures the longest interval in the window with no replica of the service in " +
+		"routing and passes when it is at most maxDuration. With afterFaultEnd only the " +
+		"time after the fault ended counts: the outage a dependency fault left behind " +
+		"(the fault is fault, else that of a fault:/recovery: window, else the " +
+		"scenario's only one).",
+	Example: `- type: unroutable
+  service: order-gateway
+  maxDuration: 0s
+  afterFaultEnd: true
+  window: recovery:pg-pause`,
+	check: func(c *assertionCheck) {
+		c.checkFaultRef()
+		if !c.faultKnown() && c.a.AfterFaultEnd != nil && *c.a.AfterFaultEnd {
+			c.errorf("afterFaultEnd", "afterFaultEnd needs fault (after whose end to count), or a fault:<name> or recovery:<name> window")
+		}
+	},
+}
+
+var detectionSpec = AssertionSpec{
+	Type:   AssertDetection,
+	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "maxDuration", Required: true}, {Key: "fault"}, {Key: "percentile"}},
+	Doc: "Measures, for each replica, the time from the fault's start to the replica going " +
+		"unready within the window, and passes when the percentile over the replicas " +
+		"(default p100: the last one) is at most maxDuration. A replica that never went " +
+		"unready counts as never detected and fails it. The fault is fault, else that of " +
+		"a fault:/recovery: window, else the scenario's only one.",
+	Example: `- type: detection
+  service: order-gateway
+  fault: pg-pause
+  maxDuration: 10s
+  window: fault:pg-pause`,
+	check: func(c *assertionCheck) {
+		c.checkFaultRef()
+		if !c.faultKnown() {
+			c.errorf("", "a detection assertion needs fault (whose start starts the clock), or a fault:<name> or recovery:<name> window")
+		}
+	},
+}
+
+// defaultPercentile sets a's percentile to [DefaultPercentile] when unset.
+func defaultPercentile(a *Assertion) {
+	if a.Percentile == nil {
+		p := DefaultPercentile
+		a.Percentile = &p
+	}
+}
