@@ -206,6 +206,9 @@ func (w *Watcher) update(c *Container, in container.InspectResponse) (changed, s
 				// It exited and was restarted between two looks.
 				w.emit(w.at(finished), c, event.Event{Kind: event.PodUnready, Reason: "exited",
 					Detail: fmt.Sprintf("exit code %d", s.ExitCode)})
+				// Ready again only from the new start's state on (a
+				// container without a healthcheck: at once, below).
+				st.serving = false
 			}
 			w.emit(w.at(finished), c, event.Event{Kind: event.ContainerRestart, RestartCount: int32(in.RestartCount),
 				Reason: fmt.Sprintf("exited (code %d), restarted by the engine's restart policy", s.ExitCode), Logs: logs})
