@@ -34,8 +34,6 @@ func engine(t *testing.T) Docker {
 	return cli
 }
 
-var buildOnce sync.Once
-
 // testImageContext writes a build context (FROM scratch, the static test
 // service) into a fresh directory and returns it.
 func testImageContext(t *testing.T) string {

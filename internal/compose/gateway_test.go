@@ -75,7 +75,7 @@ func TestProbe(t *testing.T) {
 		if r.URL.Path == "/ok" {
 			return
 		}
-		http.Error(w, "no", 503)
+		http.Error(w, "no", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
 	if err := Probe(context.Background(), srv.URL+"/ok", 0); err != nil {
