@@ -29,8 +29,9 @@ demo: build ## Build, then run the PostgreSQL brownout and the tax brownout dril
 		bin/drill run $$s || status=$$?; \
 	done; exit $$status
 
-bench: ## Run the load engine benchmarks (bench/run.sh)
+bench: ## Run the load engine benchmarks (bench/run.sh), then drill history over 365 nights (cold and with summaries)
 	./bench/run.sh
+	$(GO) test ./internal/history -run '^$$' -bench 'HistoryYear' -benchtime 3x
 
 fidelity: build ## Run each seed drill N times (default 5: N=20 make fidelity) and tabulate valid, right and wrong verdicts, INVALID and lag
 	$(GO) run ./bench/fidelity -n $(N) -drill bin/drill $(SEEDS)
