@@ -49,6 +49,7 @@ type Docker interface {
 	NetworkInspect(ctx context.Context, id string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 	ImageBuild(ctx context.Context, buildContext io.Reader, options client.ImageBuildOptions) (client.ImageBuildResult, error)
 	ImageInspect(ctx context.Context, image string, options ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	ImageRemove(ctx context.Context, image string, options client.ImageRemoveOptions) (client.ImageRemoveResult, error)
 	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
 }
 
@@ -408,8 +409,24 @@ func BuildImages(ctx context.Context, cli Docker, p *composefile.Project, log *s
 }
 
 // BuildImage builds dir (its Dockerfile at dockerfile, relative to dir)
-// into tag.
+// into tag. The image tag named before, left without a name by the new
+// build, is removed (unless a container still uses it), so rebuilding
+// does not pile up dangling images.
 func BuildImage(ctx context.Context, cli Docker, dir, dockerfile, tag string, args map[string]*string) error {
+	var old string
+	if in, err := cli.ImageInspect(ctx, tag); err == nil {
+		old = in.ID
+	}
+	if err := buildImage(ctx, cli, dir, dockerfile, tag, args); err != nil {
+		return err
+	}
+	if in, err := cli.ImageInspect(ctx, tag); err == nil && old != "" && in.ID != old {
+		_, _ = cli.ImageRemove(ctx, old, client.ImageRemoveOptions{})
+	}
+	return nil
+}
+
+func buildImage(ctx context.Context, cli Docker, dir, dockerfile, tag string, args map[string]*string) error {
 	var buf bytes.Buffer
 	if err := tarDir(&buf, dir); err != nil {
 		return fmt.Errorf("pack build context %s: %w", dir, err)
