@@ -231,8 +231,13 @@ func (w *Watcher) update(c *Container, in container.InspectResponse) (changed, s
 		case container.Healthy:
 			w.emit(checkAt, c, event.Event{Kind: event.PodReady, Detail: "health status healthy"})
 		case container.Unhealthy:
-			w.emit(checkAt, c, event.Event{Kind: event.PodUnready, Reason: "unhealthy",
-				Detail: fmt.Sprintf("failing streak %d: %s", s.Health.FailingStreak, lastOutputs(s.Health, 3))})
+			detail := fmt.Sprintf("failing streak %d: %s", s.Health.FailingStreak, lastOutputs(s.Health, 3))
+			if s.Paused {
+				// The engine stops the health monitor of a paused container
+				// and reports it unhealthy.
+				detail = "container paused; " + detail
+			}
+			w.emit(checkAt, c, event.Event{Kind: event.PodUnready, Reason: "unhealthy", Detail: detail})
 		}
 		st.health = s.Health.Status
 	}

@@ -162,3 +162,17 @@ func (r *run) waitCompose(ctx context.Context) error {
 	}
 	return nil
 }
+
+// composeTargets adds the containers of a compose run's services to ctrs
+// (container-pause faults name a Compose service as their dependency); a
+// dependency of the same name keeps its own container.
+func (r *run) composeTargets(ctrs map[string]string) {
+	if r.env == nil || r.env.compose == nil {
+		return
+	}
+	for _, c := range r.env.compose.stack.Containers {
+		if _, taken := ctrs[c.Service]; !taken {
+			ctrs[c.Service] = c.ID
+		}
+	}
+}

@@ -511,5 +511,6 @@ func (r *run) processTargets() (map[string]int, map[string]string) {
 			ctrs[name] = pg.ContainerID
 		}
 	}
+	r.composeTargets(ctrs)
 	return procs, ctrs
 }

@@ -86,3 +86,19 @@ func (v *validator) composeService(p string, svc *Service) {
 		}
 	}
 }
+
+// composeTarget reports whether f is a container-pause of a Compose
+// service in a compose environment: its dependency names a service of the
+// Compose file, whose container drill pauses.
+func (v *validator) composeTarget(f *Fault) bool {
+	c := v.s.Environment.Compose
+	if v.s.Environment.Type != EnvCompose || f.Type != FaultContainerPause || c == nil || c.File == "" {
+		return false
+	}
+	p, err := composefile.Load(context.Background(), v.s.ComposePath(), c.Project, nil)
+	if err != nil {
+		return false // reported by composeEnv
+	}
+	_, ok := p.Service(f.Dependency)
+	return ok
+}

@@ -56,6 +56,11 @@ func TestComposeEnvironment(t *testing.T) {
       traefik.http.routers.api.middlewares: auth
       traefik.http.services.api.loadbalancer.server.port: "8080"
 `, want: []string{"traefik.http.routers.api.middlewares", "not supported by drill"}},
+		{name: "container-pause of a Compose service", service: "api", compose: "services:\n  api:\n    image: x\n  db:\n    image: y\n",
+			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n"},
+		{name: "container-pause of no Compose service", service: "api", compose: "services:\n  api:\n    image: x\n",
+			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n",
+			want: []string{`faults[0].dependency: no dependency named "db"`}},
 		{name: "local keys refused", service: "api", compose: "services:\n  api:\n    image: x\n",
 			extra: "    replicas: 2\n", want: []string{"services[0].replicas: replicas does not apply to a compose service"}},
 	}
@@ -66,7 +71,10 @@ func TestComposeEnvironment(t *testing.T) {
 				t.Fatal(err)
 			}
 			sc := strings.ReplaceAll(strings.ReplaceAll(composeScenario, "%FILE%", "compose.yaml"), "%SERVICE%", tt.service)
-			if tt.extra != "" {
+			switch {
+			case strings.HasPrefix(tt.extra, "faults:"):
+				sc += tt.extra
+			case tt.extra != "":
 				sc = strings.Replace(sc, "  - name: "+tt.service+"\n", "  - name: "+tt.service+"\n"+tt.extra, 1)
 			}
 			path := filepath.Join(dir, "s.yaml")

@@ -790,7 +790,7 @@ func (v *validator) faults() {
 		// one was reported), the kind's rules about it, the environment.
 		target, exists := f.Proxy, proxies[f.Proxy]
 		if sp.Target == TargetDependency {
-			target, exists = f.Dependency, deps[f.Dependency] != nil
+			target, exists = f.Dependency, deps[f.Dependency] != nil || v.composeTarget(f)
 		}
 		switch {
 		case target == "":
