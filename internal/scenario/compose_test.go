@@ -60,7 +60,7 @@ func TestComposeEnvironment(t *testing.T) {
 			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n"},
 		{name: "container-pause of no Compose service", service: "api", compose: "services:\n  api:\n    image: x\n",
 			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n",
-			want: []string{`faults[0].dependency: no dependency named "db"`}},
+			want:  []string{`faults[0].dependency: no dependency named "db"`}},
 		{name: "local keys refused", service: "api", compose: "services:\n  api:\n    image: x\n",
 			extra: "    replicas: 2\n", want: []string{"services[0].replicas: replicas does not apply to a compose service"}},
 	}
