@@ -12,7 +12,7 @@ SEEDS    := $(wildcard scenarios/*.yaml)
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .DEFAULT_GOAL := help
-.PHONY: build image test demo bench fidelity lint help
+.PHONY: build image test demo bench fidelity lint compose-images help
 
 build: ## Build bin/drill (static, trimmed paths, version stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/drill ./cmd/drill
@@ -34,11 +34,17 @@ demo: build ## Build, then run the PostgreSQL brownout and the tax brownout dril
 		bin/drill run $$s || status=$$?; \
 	done; exit $$status
 
-bench: ## Run the load engine benchmarks (bench/run.sh)
+bench: ## Run the load engine benchmarks (bench/run.sh), then drill history over 365 nights (cold and with summaries)
 	./bench/run.sh
+	$(GO) test ./internal/history -run '^$$' -bench 'HistoryYear' -benchtime 3x
 
 fidelity: build ## Run each seed drill N times (default 5: N=20 make fidelity) and tabulate valid, right and wrong verdicts, INVALID and lag
 	$(GO) run ./bench/fidelity -n $(N) -drill bin/drill $(SEEDS)
+
+compose-images: build ## Build the reference image drill-reference:local (FROM scratch, bin/drill) for the compose drills
+	rm -rf bin/compose-context && mkdir -p bin/compose-context
+	cp bin/drill scenarios/compose/adr-0077/Dockerfile bin/compose-context/
+	docker build -t drill-reference:local bin/compose-context
 
 lint: ## Check formatting (gofmt), go vet and staticcheck (pinned: STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -27,16 +27,18 @@ func newCleanupCommand(g *Globals) *cobra.Command {
 	var fl cleanupFlags
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Undo what killed drill runs left behind (toxics, disabled proxies, paused processes and containers, throwaway PostgreSQL clusters, cgroups)",
+		Short: "Undo what killed drill runs left behind (toxics, disabled proxies, paused processes and containers, throwaway PostgreSQL clusters, cgroups, compose containers and networks)",
 		Long: `cleanup undoes every fault a drill run applied but never reverted, for
 example because the run was killed with SIGKILL or its machine was lost.
 
 It reads the run journals under the state directory ($XDG_STATE_HOME/drill,
 else ~/.local/state/drill): each fault is written there before it is applied.
 Journaled toxics are removed, disabled proxies re-enabled, paused process
-groups continued, paused containers unpaused, the cgroup a run made
-for its system under test removed, and a run's load workers Job (and its
-pods) deleted in the cluster its journal names. A throwaway PostgreSQL the run started
+groups continued, paused containers unpaused and the cgroup a run made
+for its system under test removed. The containers and network of a
+compose run (labelled dev.drill.run=<run>) are removed, and a run's load
+workers Job (with its pods and spec Secret) is deleted in the cluster its
+journal names. A throwaway PostgreSQL the run started
 (binaries mode) has its processes continued and killed and its temp dir
 ($TMPDIR/drill-pg-*) removed; each line says what was done. With
 --toxiproxy it also

@@ -67,7 +67,11 @@ newest run is invalid (not comparable).`,
 			if f.last < 0 || f.baselineNights < 1 {
 				return usage(fmt.Errorf("--last must be at least 0 and --baseline-nights at least 1"))
 			}
-			opt := history.Options{Last: f.last, Scenario: f.scenario, Force: f.force}
+			opt := history.Options{Last: f.last, Scenario: f.scenario, Force: f.force,
+				Unfinished: func(dir string) {
+					fmt.Fprintf(g.Stderr, "history: %s holds a run that never finished writing its reports (%s only); it is not included: write them with drill report %s\n",
+						dir, record.JournalFile, dir)
+				}}
 			if f.since != "" {
 				t, err := parseSince(f.since)
 				if err != nil {

@@ -58,6 +58,17 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("invalid newest: exit %d, stderr:\n%s", code, stderr)
 	}
 
+	// A night killed before it wrote its reports (seconds.jsonl only) is
+	// named on stderr with the command that writes them, not skipped in
+	// silence.
+	killed := filepath.Join(dir, "c")
+	os.MkdirAll(killed, 0o755)
+	os.WriteFile(filepath.Join(killed, "seconds.jsonl"), []byte("{}\n"), 0o644)
+	_, _, stderr = drill(t, "history", "--out", out, dir)
+	if !strings.Contains(stderr, killed+" holds a run that never finished writing its reports") || !strings.Contains(stderr, "drill report "+killed) {
+		t.Fatalf("killed night: stderr:\n%s", stderr)
+	}
+
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -68,6 +68,7 @@ func commands() []func(*Globals) *cobra.Command {
 		newPlanCommand,
 		newSchemaCommand,
 		newServeCommand,
+		newProbeCommand,
 		newAgentCommand,
 		newWorkerCommand,
 		newCleanupCommand,

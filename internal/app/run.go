@@ -18,6 +18,7 @@ type runFlags struct {
 	runID        string
 	export       exportFlags
 	pushRequired bool
+	ui           uiFlags
 }
 
 func newRunCommand(g *Globals) *cobra.Command {
@@ -34,7 +35,12 @@ summary and writes run.json, junit.xml and report.html under --out.
 The first Ctrl-C (or SIGTERM) stops load, reverts faults and writes the
 reports (exit 3). A second one changes nothing of that: faults are still
 reverted, processes stopped and the reports written. A third exits at once
-without cleanup (run drill cleanup afterwards).`,
+without cleanup (run drill cleanup afterwards).
+
+With --ui, drill serves a game-day console while the run lasts (its URL and
+token on stderr): live plots and timeline, and controls to end, hold,
+release or start (at: manual) a fault, stop load, abort and annotate, each
+recorded in run.json and report.html.`,
 		Args: exactArgs(1, "a scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.export.check("push"); err != nil {
@@ -56,6 +62,12 @@ without cleanup (run drill cleanup afterwards).`,
 			if f, ok := g.Stderr.(*os.File); ok {
 				isTTY = progress.IsTerminal(f)
 			}
+			// The console binds before anything is touched: a console
+			// that cannot listen is bad usage (exit 2).
+			ui, err := f.ui.listen(g, sc)
+			if err != nil {
+				return err
+			}
 			res, err := runner.Run(cmd.Context(), runner.Options{
 				Scenario:    sc,
 				OutDir:      out,
@@ -70,7 +82,9 @@ without cleanup (run drill cleanup afterwards).`,
 				Logger:      g.Logger,
 				RunID:       f.runID,
 				Version:     g.Version,
+				OnLive:      ui.attach(),
 			})
+			ui.finish(cmd.Context(), g, res, err)
 			if res.Record != nil && (f.export.pushgateway != "" || f.export.metricsFile != "") {
 				// The run's verdict and reports stand whatever the export
 				// does; its failure is an exit code only with --push-required.
@@ -88,5 +102,6 @@ without cleanup (run drill cleanup afterwards).`,
 	cmd.Flags().StringVar(&f.runID, "run-id", "", "run id carried by every toxic (default: UTC time and random bits)")
 	f.export.add(cmd, "push")
 	cmd.Flags().BoolVar(&f.pushRequired, "push-required", false, "exit 3 when the run passed but its metrics could not be pushed or written")
+	f.ui.add(cmd)
 	return cmd
 }

@@ -96,6 +96,10 @@ const (
 	K8sEvent Kind = "k8s-event"
 	// Note is free text worth keeping on the timeline (Detail).
 	Note Kind = "note"
+	// Operator is an action taken from the game-day console (Operator: who,
+	// Reason: the action such as "end", "hold", "annotation"; Fault when it
+	// concerns one; Detail: the annotation's text or what happened).
+	Operator Kind = "operator"
 )
 
 // Probe names.
@@ -126,6 +130,8 @@ type Event struct {
 	Labels       map[string]string `json:"labels,omitempty"`
 	Value        float64           `json:"value,omitempty"`
 	Detail       string            `json:"detail,omitempty"`
+	// Operator is who took an operator action (the console token's label).
+	Operator string `json:"operator,omitempty"`
 	// Logs are the last log lines of a replica (restarts).
 	Logs []string `json:"logs,omitempty"`
 }

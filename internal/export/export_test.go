@@ -8,17 +8,16 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/drillhq/drill/internal/record/recordtest"
+	"github.com/drillhq/drill/internal/testutil/promtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -28,53 +27,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // binary is missing.
 func pushgateway(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus-pushgateway")
-	if err != nil {
-		t.Skip("prometheus-pushgateway not installed (apt-get install prometheus-pushgateway): ", err)
-	}
-	for attempt := 0; attempt < 3; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		cmd := exec.Command(bin, "--web.listen-address="+addr, "--log.level=warn")
-		var logs bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", bin, err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		url := "http://" + addr
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
-			select {
-			case err := <-exited:
-				t.Logf("pushgateway on %s exited (%v), retrying: %s", addr, err, logs.String())
-				goto next
-			default:
-			}
-			if resp, err := http.Get(url + "/-/ready"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					t.Cleanup(func() {
-						cmd.Process.Kill()
-						<-exited
-					})
-					return url
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		cmd.Process.Kill()
-		<-exited
-		t.Fatalf("pushgateway on %s not ready within 15s: %s", addr, logs.String())
-	next:
-	}
-	t.Fatal("pushgateway could not start on a free port in 3 attempts")
-	return ""
+	return promtest.Pushgateway(t).URL
 }
 
 // scrape reads the Pushgateway's /metrics as metric families.

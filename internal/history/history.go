@@ -4,9 +4,12 @@
 // the median of the nights before it (docs/DESIGN.md §14) with
 // the rules of internal/compare.
 //
-// Runs are read through internal/record's Load and summarised one at a
-// time into a [Night]; only the summaries are kept, so memory grows with
-// the number of nights and figures, not with the size of run.json.
+// Runs are read through internal/record and summarised into a [Night],
+// one record per CPU at a time; only the summaries are kept, so memory
+// grows with the number of nights and figures, not with the size of
+// run.json. A summary kept beside its run.json (run.summary.json, keyed
+// by the run.json's SHA-256; see [WriteSummary]) is read instead of the
+// record: a few kilobytes per night instead of every second's histograms.
 package history
 
 import (
@@ -145,13 +148,27 @@ type Options struct {
 	Scenario string
 	// Force accepts runs of different scenarios (by digest, else name).
 	Force bool
+	// WriteSummaries writes a summary file beside each run.json that had
+	// none (or a stale one), for the next history to read (see [Load]);
+	// without it Load writes nothing.
+	WriteSummaries bool
+	// Unfinished, when set, is called with each report directory that
+	// holds a run's per-second journal but no run.json (a run killed
+	// before it wrote its reports): such a night is not in the history
+	// until `drill report DIR` writes its reports.
+	Unfinished func(dir string)
 }
 
 // Load finds every run under paths (run.json files, report directories,
 // or directories holding report directories at any depth; a re-judged
 // copy of a run, with the same run id, counts once: the one nearest the
 // top), summarises each, and returns the nights oldest first after
-// applying opt. Errors carry exit code 2 and name the file or directory:
+// applying opt. A run's summary is read from the summary file beside its
+// run.json ([SummaryPath]) when that summarises exactly these run.json
+// bytes (as [WriteSummary] writes it when run.json is written); otherwise
+// the record is loaded and summarised, and with opt.WriteSummaries the
+// summary file written for the next time. Errors carry exit code 2 and
+// name the file or directory:
 // a path that does not exist, a run.json that cannot be read, no run
 // found, or runs of different scenarios without Force.
 func Load(paths []string, opt Options) ([]Night, error) {
@@ -173,6 +190,11 @@ func Load(paths []string, opt Options) ([]Night, error) {
 			if !d.IsDir() && d.Name() == "run.json" {
 				found = append(found, path)
 			}
+			if !d.IsDir() && d.Name() == record.JournalFile && opt.Unfinished != nil {
+				if _, err := os.Stat(filepath.Join(filepath.Dir(path), "run.json")); errors.Is(err, fs.ErrNotExist) {
+					opt.Unfinished(filepath.Dir(path))
+				}
+			}
 			return nil
 		})
 		if err != nil {
@@ -191,21 +213,21 @@ func Load(paths []string, opt Options) ([]Night, error) {
 		})
 		files = append(files, found...)
 	}
+	all, err := readNights(files, opt.WriteSummaries)
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("history: %w", err))
+	}
 	seen := map[string]bool{}
 	var nights []Night
-	for _, f := range files {
-		run, err := record.Load(f)
-		if err != nil {
-			return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("history: %w", err))
-		}
-		if seen[run.RunID] {
+	for _, n := range all {
+		if seen[n.RunID] {
 			continue
 		}
-		seen[run.RunID] = true
-		if opt.Scenario != "" && run.Name() != opt.Scenario {
+		seen[n.RunID] = true
+		if opt.Scenario != "" && n.Scenario != opt.Scenario {
 			continue
 		}
-		nights = append(nights, Summarise(f, run))
+		nights = append(nights, n)
 	}
 	if len(nights) == 0 {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("history: no run of scenario %q under %s", opt.Scenario, strings.Join(paths, ", ")))

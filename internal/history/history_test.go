@@ -168,6 +168,15 @@ func TestLoadSelection(t *testing.T) {
 	trunc := filepath.Join(t.TempDir(), "run.json")
 	b, _ := os.ReadFile(filepath.Join(dir, "payment-tax-brownout-20260101T020000Z", "run.json"))
 	os.WriteFile(trunc, b[:100], 0o644)
+	corrupt := filepath.Join(t.TempDir(), "run.json")
+	os.WriteFile(corrupt, []byte("\x00garbage"), 0o644)
+	foreign := filepath.Join(t.TempDir(), "run.json")
+	os.WriteFile(foreign, []byte(`{"schemaVersion":"drill.dev/run/v0"}`), 0o644)
+	// A directory of nights with one truncated among them.
+	mixed := t.TempDir()
+	nightly(t, mixed, 2, nil)
+	mixedBad := filepath.Join(mixed, "payment-tax-brownout-20260102T020000Z", "run.json")
+	os.WriteFile(mixedBad, b[:len(b)/3], 0o644)
 	other := t.TempDir()
 	nightly(t, other, 1, func(_ int, r *record.Run) { r.RunID = "other-01"; r.Scenario.Streams[0].Rate.Freq++ })
 	for _, tc := range []struct {
@@ -178,7 +187,10 @@ func TestLoadSelection(t *testing.T) {
 	}{
 		{"no runs", []string{empty}, Options{}, "no run.json under " + empty},
 		{"missing", []string{filepath.Join(empty, "nope")}, Options{}, "nope"},
-		{"truncated", []string{trunc}, Options{}, trunc},
+		{"truncated", []string{trunc}, Options{}, trunc + ": not a JSON run record"},
+		{"corrupt", []string{corrupt}, Options{}, corrupt + ": not a JSON run record"},
+		{"other schema version", []string{foreign}, Options{}, foreign + `: run record schema "drill.dev/run/v0" is not supported`},
+		{"one truncated among good nights", []string{mixed}, Options{}, mixedBad + ": not a JSON run record"},
 		{"other scenario", []string{dir, other}, Options{}, "runs of different scenarios"},
 		{"none since", []string{dir}, Options{Since: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)}, "started since 2027-01-01"},
 		{"unknown scenario", []string{dir}, Options{Scenario: "nope"}, `no run of scenario "nope"`},
@@ -265,5 +277,38 @@ func TestJudgeMedian(t *testing.T) {
 	}
 	if j, err := Judge([]Night{night("1", true, ms(1, "pass"))}, 5, compare.DefaultRules()); err != nil || j.Note == "" || j.Regressed() {
 		t.Fatalf("one night: %+v %v", j, err)
+	}
+}
+
+// TestNightTicks: at most maxTickLabels nights are labelled, evenly
+// spaced, the first and the newest always.
+func TestNightTicks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		nights int
+		want   string // labelled nights
+	}{
+		{0, ""},
+		{1, "1"},
+		{3, "1 2 3"},
+		{8, "1 2 3 4 5 6 7 8"},
+		{9, "1 3 5 7 9"},
+		{12, "1 3 5 7 9 12"},
+		{30, "1 5 9 13 17 21 25 30"},
+		{40, "1 6 11 16 21 26 31 40"},
+		{365, "1 47 93 139 185 231 277 365"},
+		{366, "1 47 93 139 185 231 277 366"},
+	} {
+		t.Run(fmt.Sprint(tc.nights), func(t *testing.T) {
+			var got []string
+			for _, tk := range nightTicks(make([]Night, tc.nights)) {
+				if tk.Label != "" {
+					got = append(got, tk.Label)
+				}
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("labelled %q, want %q", strings.Join(got, " "), tc.want)
+			}
+		})
 	}
 }

@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"image/png"
 	"io"
+	"math"
+	"runtime"
 	"strconv"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/drillhq/drill/internal/compare"
 	"github.com/drillhq/drill/internal/exitcode"
@@ -164,6 +169,9 @@ var (
 	colMedian  = color.RGBA{R: 0xbf, G: 0x87, B: 0x00, A: 0xff}
 )
 
+// lineChunk is how many points of a figure's line one stroke draws.
+const lineChunk = 32
+
 // plotSeries draws one figure across nights: a line through the values,
 // each night's point coloured by its verdict (assertions) or its run's
 // outcome (green passed, red failed, grey not comparable), and the
@@ -200,13 +208,21 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 	}
 	p.Y.Label.Text = unit
 	p.Add(plotter.NewGrid())
-	if len(line) > 0 {
-		l, err := plotter.NewLine(line)
+	// The line is stroked in pieces of lineChunk points, each sharing its
+	// first point with the previous one's last: the rasteriser's cost per
+	// stroke grows with the square of the crossings per pixel row, so a
+	// year of nights drawn as one path took most of the page's time.
+	for start := 0; start < len(line); start += lineChunk - 1 {
+		piece := line[start:min(start+lineChunk, len(line))]
+		l, err := plotter.NewLine(piece)
 		if err != nil {
 			return "", fmt.Errorf("plot %s: %w", s.Key, err)
 		}
 		l.Color, l.Width = colLine, vg.Points(1)
 		p.Add(l)
+		if start+lineChunk >= len(line) {
+			break
+		}
 	}
 	for _, c := range []color.Color{colPass, colFail, colInvalid} {
 		if len(groups[c]) == 0 {
@@ -216,7 +232,7 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("plot %s: %w", s.Key, err)
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: glyphRadius(4, len(nights)), Shape: draw.CircleGlyph{}}
 		p.Add(sc)
 		name := map[color.Color]string{colPass: "passed", colFail: "failed", colInvalid: "not comparable"}[c]
 		p.Legend.Add(name, sc)
@@ -246,7 +262,7 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("plot %s: %w", s.Key, err)
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: colFail, Radius: vg.Points(5), Shape: draw.TriangleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: colFail, Radius: glyphRadius(5, len(nights)), Shape: draw.TriangleGlyph{}}
 		p.Add(sc)
 		p.Legend.Add("never / not recovered", sc)
 	}
@@ -260,24 +276,56 @@ func plotSeries(s Series, nights []Night, median float64) (string, error) {
 		p.Y.Max = p.Y.Min + 1
 	}
 	p.Y.Max *= 1.4
-	w, err := p.WriterTo(9*vg.Inch, 2.8*vg.Inch, "png")
-	if err != nil {
-		return "", fmt.Errorf("render plot %s: %w", s.Key, err)
-	}
+	// Drawn as p.WriterTo would (96 dpi), then PNG-encoded with the
+	// fastest compression: the same pixels in a third of the time.
+	c := vgimg.New(9*vg.Inch, 2.8*vg.Inch)
+	p.Draw(draw.New(c))
 	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, c.Image()); err != nil {
 		return "", fmt.Errorf("render plot %s: %w", s.Key, err)
 	}
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
-// nightTicks labels at most 12 nights with their number and date.
+// glyphRadius is a night's point radius: pt points for up to 30 nights,
+// smaller beyond (down to 1.5 pt) so that a year of nights stays a line
+// of points rather than a band.
+func glyphRadius(pt float64, nights int) vg.Length {
+	if nights > 30 {
+		pt = max(1.5, pt*math.Sqrt(30/float64(nights)))
+	}
+	return vg.Points(pt)
+}
+
+// maxTickLabels is how many nights' number and date fit under a plot
+// without overlapping.
+const maxTickLabels = 8
+
+// nightTicks labels at most maxTickLabels nights, evenly spaced, with
+// their number and date, always the first and the newest.
 func nightTicks(nights []Night) plot.ConstantTicks {
-	step := (len(nights) + 11) / 12
+	n := len(nights)
+	if n == 0 {
+		return nil
+	}
+	step := (n + maxTickLabels - 1) / maxTickLabels
+	labelled := make([]bool, n)
+	for i := 0; i < n; i += step {
+		labelled[i] = true
+	}
+	if last := (n - 1) / step * step; last != n-1 {
+		// Off the even spacing, the newest replaces the last evenly spaced
+		// label (less than a step before it, it would crowd it).
+		if last > 0 {
+			labelled[last] = false
+		}
+		labelled[n-1] = true
+	}
 	var ticks plot.ConstantTicks
-	for i := 0; i < len(nights); i++ {
+	for i := range n {
 		label := ""
-		if i%step == 0 || i == len(nights)-1 {
+		if labelled[i] {
 			label = strconv.Itoa(i + 1)
 			if !nights[i].StartedAt.IsZero() {
 				label += "\n" + nights[i].StartedAt.UTC().Format("01-02 15:04")
@@ -385,16 +433,12 @@ func WriteHTML(w io.Writer, r *Report) error {
 			}
 		}
 	}
-	for _, s := range r.Figures {
-		med, ok := medians[s.Key]
-		if !ok {
-			med = -1
-		}
-		src, err := plotSeries(s, n, med)
-		if err != nil {
-			return err
-		}
-		fv := figView{Title: s.Key.Section + " " + s.Key.String(), Src: template.URL(src)}
+	srcs, err := plotAll(r.Figures, n, medians)
+	if err != nil {
+		return err
+	}
+	for fi, s := range r.Figures {
+		fv := figView{Title: s.Key.Section + " " + s.Key.String(), Src: template.URL(srcs[fi])}
 		for i, p := range s.Points {
 			if p == nil {
 				continue
@@ -411,6 +455,39 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return fmt.Errorf("write history page: %w", err)
 	}
 	return nil
+}
+
+// plotAll draws every figure's plot (see [plotSeries]; medians by key,
+// none for a key missing) on up to GOMAXPROCS goroutines, and returns
+// their data URLs in figures' order, or the first figure's error in that
+// order.
+func plotAll(figures []Series, nights []Night, medians map[Key]float64) ([]string, error) {
+	srcs := make([]string, len(figures))
+	errs := make([]error, len(figures))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(figures)) {
+		wg.Go(func() {
+			for i := range next {
+				med, ok := medians[figures[i].Key]
+				if !ok {
+					med = -1
+				}
+				srcs[i], errs[i] = plotSeries(figures[i], nights, med)
+			}
+		})
+	}
+	for i := range figures {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return srcs, nil
 }
 
 // outcome says in a few words how a night's faults went, from its

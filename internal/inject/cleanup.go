@@ -159,6 +159,9 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (detail string
 	if e.Kind == KindPostgres {
 		return undoPostgres(ctx, e)
 	}
+	if e.Kind == KindCompose {
+		return undoCompose(ctx, e)
+	}
 	gone, err = undoFault(ctx, opts, e)
 	return "", gone, err
 }

@@ -87,7 +87,7 @@ func (t *meterToxic) Pipe(stub *toxics.ToxicStub) {
 // NewEmbedded starts a Toxiproxy server with its API on 127.0.0.1:<random>.
 // It sets zerolog's global level to Warn: Toxiproxy's bandwidth toxic logs
 // through the global zerolog logger at trace level whatever logger the server
-// gets (LIBRARY-NOTES 1.2). Close it to stop every proxy and connection.
+// gets (Toxiproxy v2.12). Close it to stop every proxy and connection.
 func NewEmbedded(ctx context.Context, log *slog.Logger) (*Embedded, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -184,7 +184,7 @@ func TestTimeoutZeroPauseHoldsThenReleases(t *testing.T) {
 		revert(t, rev)
 		err = awaitHeldQuery(t, done, "the revert")
 		// Toxiproxy closes held connections when a timeout toxic is
-		// removed (LIBRARY-NOTES 1.5.3), so an error is expected.
+		// removed (Toxiproxy v2.12), so an error is expected.
 		t.Logf("held query returned after the revert: err=%v", err)
 		fresh := mustConnect(t, pg, addr)
 		if rtt := minRoundTrip(t, fresh, 5); rtt > 200*time.Millisecond {

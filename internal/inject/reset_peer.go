@@ -11,7 +11,7 @@ func init() { register(scenario.FaultResetPeer, newResetPeer) }
 // newResetPeer builds a Toxiproxy reset_peer toxic: on the first chunk in
 // its direction it waits timeout ms and closes with RST. Only connections
 // opened while the toxic exists get RST; older ones get a clean FIN
-// (LIBRARY-NOTES 1.5 pitfall 2). The fault has passed its spec's checks
+// (Toxiproxy v2.12, found by testing). The fault has passed its spec's checks
 // ([scenario.CheckFault]).
 func newResetPeer(f scenario.Fault, env *Env) (Injector, error) {
 	ms := millis(f.Timeout)

@@ -63,7 +63,7 @@ type Toxic struct {
 	Stream string `json:"stream"`
 	// Toxicity is the probability 0..1 that a connection is affected,
 	// rolled once per connection and direction. Always sent explicitly:
-	// Toxiproxy stores 0 as "never" (LIBRARY-NOTES 1.5 pitfall 1).
+	// Toxiproxy stores 0 as "never" (Toxiproxy v2.12, found by testing).
 	Toxicity   float64        `json:"toxicity"`
 	Attributes map[string]any `json:"attributes"`
 }

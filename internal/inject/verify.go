@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drillhq/drill/internal/compose"
 	"sort"
 	"strings"
 )
@@ -52,6 +53,12 @@ func (l Leftover) String() string {
 		return s
 	case KindCgroup:
 		return "cgroup " + l.Cgroup
+	case KindCompose:
+		s := fmt.Sprintf("compose project %s (containers and network labelled %s)", l.Dependency, compose.LabelRun)
+		if l.Detail != "" {
+			s += ": " + l.Detail
+		}
+		return s
 	}
 	return l.Kind
 }
@@ -105,7 +112,7 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 			if e.Kind == KindPostgres {
 				continue // a dependency, not a fault: stopped after this check
 			}
-			if e.Kind == KindCgroup {
+			if e.Kind == KindCgroup || e.Kind == KindCompose {
 				continue // removed at teardown, once its processes are gone
 			}
 			left = append(left, leftoverOf(e))

@@ -41,9 +41,15 @@ func Build(s *scenario.Scenario) (*Plan, error) {
 			Action{At: start + st.Duration.D(), Kind: StreamStop, Target: st.Name})
 	}
 	for _, f := range s.Faults {
-		p.Actions = append(p.Actions,
-			Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: rd.Text(describeFault(f))},
-			Action{At: f.At.D() + f.For.D(), Kind: FaultOff, Target: f.Name})
+		// A manual start or end is an operator's (drill run --ui): no
+		// scheduled action; the windows follow the actual times.
+		if f.ManualStart {
+			continue
+		}
+		p.Actions = append(p.Actions, Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: rd.Text(describeFault(f))})
+		if !f.ManualEnd {
+			p.Actions = append(p.Actions, Action{At: f.At.D() + f.For.D(), Kind: FaultOff, Target: f.Name})
+		}
 	}
 	p.Actions = append(p.Actions, Action{At: p.Duration, Kind: RunEnd, Target: s.Metadata.Name})
 	sort.SliceStable(p.Actions, func(i, j int) bool {
@@ -53,8 +59,12 @@ func Build(s *scenario.Scenario) (*Plan, error) {
 		}
 		return actionOrder[a.Kind] < actionOrder[b.Kind]
 	})
+	manual := map[string]bool{}
+	for _, f := range s.Faults {
+		manual[f.Name] = f.ManualStart || f.ManualEnd
+	}
 	for _, sp := range s.Spans() {
-		p.Windows = append(p.Windows, Window{Name: sp.Name, Start: sp.From, End: sp.To, Fault: sp.Fault})
+		p.Windows = append(p.Windows, Window{Name: sp.Name, Start: sp.From, End: sp.To, Fault: sp.Fault, Manual: sp.Fault != "" && manual[sp.Fault]})
 	}
 	for _, a := range s.Assertions {
 		if _, ok := p.Window(a.Window); !ok {

@@ -34,6 +34,10 @@ type Window struct {
 	End   time.Duration `json:"end"`
 	// Fault is the fault a fault:/recovery: window belongs to.
 	Fault string `json:"fault,omitempty"`
+	// Manual: the fault starts or ends by an operator's hand (at: manual
+	// or for: manual); before the run the window spans all it may cover,
+	// after it the actual times.
+	Manual bool `json:"manual,omitempty"`
 }
 
 // Judgement binds an assertion (by name) to the window it judges.

@@ -25,8 +25,12 @@ func Print(w io.Writer, p *Plan) error {
 		rows = append(rows, row{int64(a.At), 10 + actionOrder[a.Kind], string(a.Kind), a.Target, a.Detail})
 	}
 	for _, win := range p.Windows {
+		info := fmt.Sprintf("until %s (%s)", FormatOffset(win.End), win.End-win.Start)
+		if win.Manual {
+			info = fmt.Sprintf("at most until %s: fault %s starts or ends by hand (drill run --ui)", FormatOffset(win.End), win.Fault)
+		}
 		rows = append(rows,
-			row{int64(win.Start), 20, "window-start", win.Name, fmt.Sprintf("until %s (%s)", FormatOffset(win.End), win.End-win.Start)},
+			row{int64(win.Start), 20, "window-start", win.Name, info},
 			row{int64(win.End), 0, "window-end", win.Name, ""})
 	}
 	sort.SliceStable(rows, func(i, j int) bool {

@@ -141,6 +141,11 @@ func Recover(dir string) (*Run, error) {
 	r.Aborted = fmt.Sprintf("the run ended without writing run.json (killed?); reported from its journal %s: %d measured seconds, up to t=%s",
 		JournalFile, secs, measured)
 	r.Cleanup = Cleanup{Verified: false, Command: "drill cleanup --run " + r.RunID}
+	if r.Plan != nil && r.Scenario != nil {
+		// As the run would have: windows of faults operators touched follow
+		// their actual times.
+		r.Plan.FollowOperators(r.Scenario.Faults, r.Events, r.Scenario.Timeline.Recovery.D())
+	}
 	if r.Plan != nil {
 		to := min(r.Plan.Duration, measured)
 		r.Validity.LoadBehind = CheckLag(r.Scenario, r.Series, r.Plan.Warmup, to)

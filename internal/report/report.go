@@ -19,6 +19,7 @@ import (
 
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/history"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
 )
@@ -43,13 +44,36 @@ func WriteAll(dir string, run *record.Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create report directory %s: %w", dir, err)
 	}
-	if err := run.Save(filepath.Join(dir, RunFile)); err != nil {
+	runFile := filepath.Join(dir, RunFile)
+	if err := run.Save(runFile); err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, run) }); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return WriteHTML(w, run) })
+	if err := writeFile(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return WriteHTML(w, run) }); err != nil {
+		return err
+	}
+	writeSummary(runFile)
+	return nil
+}
+
+// writeSummary writes the history summary (run.summary.json) beside the
+// run.json just saved, from its bytes as written, so that drill history
+// over many nights never has to decode whole records. The summary is a
+// cache keyed by run.json's hash: history ignores a missing or stale one
+// and reads the record instead, so a failure here costs only speed and
+// does not fail the run's reports.
+func writeSummary(runFile string) {
+	b, err := os.ReadFile(runFile)
+	if err != nil {
+		return
+	}
+	saved, err := record.Unmarshal(b)
+	if err != nil {
+		return
+	}
+	_ = history.WriteSummary(runFile, b, saved)
 }
 
 // writeFile renders into memory and writes path only when rendering worked.
@@ -262,6 +286,9 @@ func where(e event.Event) string {
 	}
 	if e.Fault != "" {
 		parts = append(parts, "fault "+e.Fault)
+	}
+	if e.Operator != "" {
+		parts = append(parts, "by "+e.Operator)
 	}
 	if len(parts) == 0 {
 		return e.Source

@@ -14,6 +14,7 @@ import (
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/history"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
 	"github.com/drillhq/drill/internal/report"
@@ -167,6 +168,21 @@ func TestWriteAll(t *testing.T) {
 	}
 	if loaded.ExitCode != record.ExitFail {
 		t.Errorf("run.json exit code %d, want 1", loaded.ExitCode)
+	}
+	// The history summary sits beside run.json, so drill history over
+	// many nights never decodes whole records; it holds no secret either.
+	sum, err := os.ReadFile(history.SummaryPath(filepath.Join(dir, report.RunFile)))
+	if err != nil {
+		t.Fatalf("no history summary beside run.json: %v", err)
+	}
+	for _, secret := range []string{"s3cr3t-token", "hunter2"} {
+		if bytes.Contains(sum, []byte(secret)) {
+			t.Errorf("the history summary contains the secret %q", secret)
+		}
+	}
+	nights, err := history.Load([]string{dir}, history.Options{})
+	if err != nil || len(nights) != 1 {
+		t.Fatalf("history.Load(report dir) = %d nights, %v; want 1", len(nights), err)
 	}
 }
 

@@ -30,6 +30,10 @@ const (
 	// moment the local runtime marks it unready (local mode). It is not an
 	// EndpointSlice: its removal figures measure drill, not a controller.
 	LocalService Source = "local Service"
+	// TraefikRules: drill's gateway following Traefik's Docker-provider
+	// rules in a compose run (a container is a server while it runs and is
+	// healthy or has no healthcheck).
+	TraefikRules Source = "Traefik-rule gateway"
 	// PodReady: no endpoint events were recorded; the pods' Ready
 	// condition stands in for routing.
 	PodReady Source = "pod Ready condition"
@@ -107,8 +111,11 @@ func For(events []event.Event, service string) Timeline {
 		if e.Service == service && isEndpoint(e.Kind) {
 			useEndpoints = true
 			tl.Source = EndpointSlice
-			if e.Source == "local-runtime" {
+			switch e.Source {
+			case "local-runtime":
 				tl.Source = LocalService
+			case "traefik-rules":
+				tl.Source = TraefikRules
 			}
 			break
 		}

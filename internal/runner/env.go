@@ -30,6 +30,8 @@ type environment struct {
 	// placement puts the system under test below drill's CPU priority
 	// (local runs; nil otherwise).
 	placement *placement.Placement
+	// compose is set in compose runs.
+	compose *composeRun
 	// closers run in reverse order at teardown.
 	closers []namedCloser
 }
@@ -121,6 +123,11 @@ func (r *run) bringUp(ctx context.Context) error {
 		}
 	}
 
+	if r.isCompose() {
+		if err := r.prepareCompose(ctx); err != nil {
+			return err
+		}
+	}
 	if len(r.sc.Proxies) > 0 || r.needsToxiproxy() {
 		cpuuse.Do(ctx, cpuuse.PartToxiproxy, func(ctx context.Context) { err = r.startToxiproxy(ctx) })
 		if err != nil {
@@ -128,6 +135,9 @@ func (r *run) bringUp(ctx context.Context) error {
 		}
 	}
 
+	if r.isCompose() {
+		return r.startCompose(ctx)
+	}
 	for _, s := range r.sc.Services {
 		if r.sc.Environment.Type == scenario.EnvKubernetes {
 			continue // its ${services.NAME.url} is its url (startVars)
@@ -289,6 +299,7 @@ func (r *run) startToxiproxy(ctx context.Context) error {
 			return err
 		}
 		p.Upstream = up
+		p.Listen = r.proxyListen(i, p.Listen)
 		info, err := inject.EnsureProxy(ctx, env.toxiproxy, r.id, p, r.journal, r.stack)
 		if err != nil {
 			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("create proxy %s: %w", p.Name, err))
@@ -462,6 +473,9 @@ func (r *run) waitReady(ctx context.Context) error {
 	if timeout <= 0 {
 		timeout = 120 * time.Second
 	}
+	if r.env.compose != nil {
+		return r.waitCompose(ctx)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for _, s := range r.sc.Services {
@@ -497,5 +511,6 @@ func (r *run) processTargets() (map[string]int, map[string]string) {
 			ctrs[name] = pg.ContainerID
 		}
 	}
+	r.composeTargets(ctrs)
 	return procs, ctrs
 }

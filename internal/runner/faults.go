@@ -58,6 +58,8 @@ type faultState struct {
 	revert   inject.Revert
 	on, done bool
 	held     bool
+	// ctl is what an operator's console reads of the fault (control.go).
+	ctl faultControl
 }
 
 // faultScheduler switches a run's faults on and off: at the plan's times
@@ -191,6 +193,7 @@ func (s *faultScheduler) turnOn(ctx context.Context, fs *faultState) error {
 	}
 	fs.revert = s.stack.Push("fault "+fs.spec.Name, revert)
 	fs.on = true
+	fs.ctl.markOn(at)
 	s.log.Info("fault on", "fault", fs.spec.Name, "type", fs.spec.Type, "t", at.Round(time.Millisecond))
 	s.evlog.Emit(event.Event{At: at, Kind: event.FaultOn, Source: "run", Fault: fs.spec.Name, Detail: string(fs.spec.Type)})
 	return nil
@@ -214,6 +217,7 @@ func (s *faultScheduler) turnOff(fs *faultState, why string, scheduled bool) err
 	err := fs.revert(ctx)
 	at := s.clock.Now()
 	fs.on, fs.done = false, true
+	fs.ctl.markOff(at)
 	if err != nil {
 		s.log.Error("fault could not be reverted", "fault", fs.spec.Name, "err", err)
 		s.evlog.Emit(event.Event{At: at, Kind: event.FaultError, Source: "run", Fault: fs.spec.Name, Detail: "revert: " + err.Error()})

@@ -69,6 +69,7 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		}
 	}
 	rec.Series = series
+	r.followOperators(rec.Events)
 	rec.Results = assert.Judge(r.plan, r.sc.Assertions, rec.Events, rec.Series)
 	rec.ComputeFindings()
 	rec.Validity.LoadBehind = record.CheckLag(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)

@@ -52,6 +52,9 @@ type Options struct {
 	RunID string
 	// Version is drill's version, recorded in run.json.
 	Version string
+	// OnLive, when set, receives the run's [Control] once load starts
+	// (t=0), from the run's goroutine; it must not block.
+	OnLive func(*Control)
 }
 
 // Result is what a run produced.

@@ -124,6 +124,7 @@ func (tl *timeline) execute(ctx context.Context) (time.Duration, error) {
 		defer wg.Done()
 		cpuuse.Do(tlCtx, cpuuse.PartObservers, stops.run)
 	}()
+	tl.goLive(tlCtx, stopLoad, stopTimeline)
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)

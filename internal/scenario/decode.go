@@ -132,11 +132,13 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if !d.checkTypeMeta(root) {
 		return nil, d.errs.err(file)
 	}
+	manual := takeManual(root)
 	s := &Scenario{}
 	d.decode(root, reflect.ValueOf(s).Elem(), "", 0)
 	if err := d.errs.err(file); err != nil {
 		return nil, err
 	}
+	manual.apply(s)
 	s.File = file
 	s.Positions = d.pos
 	return s, nil

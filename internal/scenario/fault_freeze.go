@@ -44,7 +44,8 @@ var containerPauseSpec = FaultSpec{
 	Target: TargetDependency,
 	Doc: "Freezes a dependency's container through the Docker API (docker pause, a cgroup " +
 		"freeze) and unpauses it when the fault ends; held connections survive. Needs a " +
-		"postgres dependency with mode: container. Local environment only.",
+		"postgres dependency with mode: container, or in a compose environment a service " +
+		"of the Compose file (its container).",
 	Example: `- name: pg-container-freeze
   type: container-pause
   dependency: postgres-container

@@ -99,6 +99,7 @@ func JSONSchema() ([]byte, error) {
 	props := root["properties"].(map[string]any)
 	props["apiVersion"] = map[string]any{"const": APIVersion, "description": "Always " + APIVersion + "."}
 	props["kind"] = map[string]any{"const": KindScenario, "description": "Always " + KindScenario + "."}
+	manualSchema(defs)
 	root["$defs"] = defs
 	return json.MarshalIndent(root, "", "  ")
 }

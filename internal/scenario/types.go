@@ -113,17 +113,44 @@ const (
 	EnvLocal EnvironmentType = "local"
 	// EnvKubernetes reaches a cluster through kubeconfig.
 	EnvKubernetes EnvironmentType = "kubernetes"
+	// EnvCompose brings the team's own Docker Compose file up on this machine's
+	// Docker engine and routes to it with Traefik's Docker-provider rules.
+	EnvCompose EnvironmentType = "compose"
 )
 
 // Environment says where the system under test runs and what a run may touch.
 type Environment struct {
-	// Type is local (default) or kubernetes.
+	// Type is local (default), kubernetes or compose.
 	Type EnvironmentType `yaml:"type,omitempty" json:"type,omitempty"`
 	// Kubernetes is required when Type is kubernetes.
 	Kubernetes *KubernetesEnv `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
 	// Local tunes how a local environment shares this machine's CPU between
 	// drill and the system under test.
 	Local *LocalEnv `yaml:"local,omitempty" json:"local,omitempty"`
+	// Compose is required when Type is compose.
+	Compose *ComposeEnv `yaml:"compose,omitempty" json:"compose,omitempty"`
+}
+
+// ComposeEnv is environment.compose: the Compose file a compose run brings
+// up. Scenario services name Compose services; `${services.NAME.url}` is
+// drill's Traefik-rule gateway in front of them.
+type ComposeEnv struct {
+	// File is the Compose file, relative to the scenario; required. It is
+	// read with compose-go; keys drill does not carry out are refused.
+	File string `yaml:"file" json:"file"`
+	// Project is the Compose project name; default: the file's name key,
+	// else its directory's name (as docker compose does).
+	Project string `yaml:"project,omitempty" json:"project,omitempty"`
+	// Env are the variables the Compose file's ${VAR} interpolation reads,
+	// after drill fills their ${...} references (e.g.
+	// DATABASE_URL: postgres://drill@${proxies.postgres.addr}/drill). A
+	// proxy of a compose run listens on the project network's gateway
+	// address unless its listen is set, so the containers reach it.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// AllowEmptyServices is Traefik's --providers.docker.allowEmptyServices:
+	// a router whose containers are all unhealthy stays and answers 503
+	// instead of vanishing (404). Default false, as Traefik's.
+	AllowEmptyServices bool `yaml:"allowEmptyServices,omitempty" json:"allowEmptyServices,omitempty"`
 }
 
 // SUTPriority says how the system under test shares the CPU with drill in a
@@ -637,10 +664,18 @@ type Fault struct {
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
 	// Toxicity is the probability 0..1 that a connection is affected; default 1.
 	Toxicity *float64 `yaml:"toxicity,omitempty" json:"toxicity,omitempty"`
-	// At is when the fault turns on, from t=0; required.
+	// At is when the fault turns on, from t=0; required. "manual" leaves
+	// the start to an operator on the console (drill run --ui).
 	At Duration `yaml:"at" json:"at"`
-	// For is how long it stays on; required, > 0.
+	// For is how long it stays on; required, > 0. "manual" keeps it on
+	// until an operator ends it or the run ends.
 	For Duration `yaml:"for" json:"for"`
+	// ManualStart is set by "at: manual": an operator starts the fault
+	// from the console (At is then 0 and unused).
+	ManualStart bool `yaml:"-" json:"manualStart,omitempty"`
+	// ManualEnd is set by "for: manual": the fault stays on until an
+	// operator ends it or the run ends (For is then 0 and unused).
+	ManualEnd bool `yaml:"-" json:"manualEnd,omitempty"`
 
 	// Latency (latency toxic), rounded to ms.
 	Latency *Duration `yaml:"latency,omitempty" json:"latency,omitempty"`

@@ -43,7 +43,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Known values of enumerated fields, sorted; used in hints and the schema.
 var (
-	EnvironmentTypes = []string{string(EnvKubernetes), string(EnvLocal)}
+	EnvironmentTypes = []string{string(EnvCompose), string(EnvKubernetes), string(EnvLocal)}
 	SUTPriorities    = []string{string(SUTPriorityLower), string(SUTPrioritySame)}
 	PostgresModes    = []string{string(PostgresAuto), string(PostgresBinaries), string(PostgresContainer)}
 	FaultStreams     = []string{"both", "downstream", "upstream"}
@@ -209,6 +209,9 @@ func (v *validator) metadata() {
 
 func (v *validator) environment() {
 	e := v.s.Environment
+	if e.Compose != nil && e.Type != EnvCompose {
+		v.errorf("environment.compose", "applies only to environment type compose")
+	}
 	switch e.Type {
 	case EnvLocal:
 		if e.Kubernetes != nil {
@@ -238,6 +241,8 @@ func (v *validator) environment() {
 				v.errorf(fmt.Sprintf("environment.kubernetes.allowedNamespaces[%d]", i), "invalid namespace %q", ns)
 			}
 		}
+	case EnvCompose:
+		v.composeEnv()
 	default:
 		v.errorf("environment.type", "%s", unknownValue("environment type", string(e.Type), EnvironmentTypes))
 	}
@@ -396,6 +401,8 @@ func (v *validator) services() {
 			}
 			v.portHandoff(p, svc)
 			v.setup(p+".setup", svc.Setup)
+		} else if s.Environment.Type == EnvCompose {
+			v.composeService(p, svc)
 		} else {
 			if svc.Selector == "" {
 				v.errorf(p, "a kubernetes service needs selector (e.g. app=order-gateway)")
@@ -784,7 +791,7 @@ func (v *validator) faults() {
 		// one was reported), the kind's rules about it, the environment.
 		target, exists := f.Proxy, proxies[f.Proxy]
 		if sp.Target == TargetDependency {
-			target, exists = f.Dependency, deps[f.Dependency] != nil
+			target, exists = f.Dependency, deps[f.Dependency] != nil || v.composeTarget(f)
 		}
 		switch {
 		case target == "":
@@ -797,6 +804,10 @@ func (v *validator) faults() {
 		}
 		if sp.Target == TargetDependency && s.Environment.Type == EnvKubernetes {
 			v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)
+		}
+		if f.ManualStart || f.ManualEnd {
+			v.validateManual(p, *f)
+			continue
 		}
 		switch on, off := f.At.D(), f.At.D()+f.For.D(); {
 		case f.For.D() <= 0:

@@ -39,9 +39,11 @@ func (s *Scenario) Spans() []Span {
 	t := s.Timeline
 	out := []Span{{Name: WindowRun, From: t.Warmup.D(), To: t.Duration.D()}}
 	if len(s.Faults) > 0 {
-		first := s.Faults[0].At.D()
-		for _, f := range s.Faults[1:] {
-			first = min(first, f.At.D())
+		first := t.Duration.D()
+		for _, f := range s.Faults {
+			if f.Scheduled() {
+				first = min(first, f.At.D())
+			}
 		}
 		if first > t.Warmup.D() {
 			out = append(out, Span{Name: WindowBaseline, From: t.Warmup.D(), To: first})
@@ -49,7 +51,7 @@ func (s *Scenario) Spans() []Span {
 	}
 	var faults []Span
 	for _, f := range s.Faults {
-		on, off := f.At.D(), f.At.D()+f.For.D()
+		on, off := manualSpan(f, t)
 		faults = append(faults, Span{Name: PrefixFault + f.Name, From: on, To: off, Fault: f.Name})
 		if end := min(off+t.Recovery.D(), t.Duration.D()); end > off {
 			faults = append(faults, Span{Name: PrefixRecovery + f.Name, From: off, To: end, Fault: f.Name})

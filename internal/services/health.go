@@ -21,6 +21,16 @@ const (
 	PathLegacy = "/health"
 )
 
+// ADR 0077's paths for the same three meanings, served beside the ones
+// above: /healthz liveness, /startupz started (503 until every readiness
+// check passed once, then 200 for the process's life), /readyz readiness
+// now. A Compose healthcheck asks /startupz in the ADR's decision.
+const (
+	PathADRLive    = "/healthz"
+	PathADRStartup = "/startupz"
+	PathADRReady   = "/readyz"
+)
+
 // Check is one readiness check. Run must return within its own timeout
 // (e.g. [ProbeConn.Check] gives up after 250 ms); a nil error passes.
 type Check struct {
@@ -180,6 +190,9 @@ func (h *Health) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathStartup, h.ServeStartup)
 	mux.HandleFunc("GET "+PathLive, h.ServeLive)
 	mux.HandleFunc("GET "+PathReady, h.ServeReady)
+	mux.HandleFunc("GET "+PathADRStartup, h.ServeStartup)
+	mux.HandleFunc("GET "+PathADRLive, h.ServeLive)
+	mux.HandleFunc("GET "+PathADRReady, h.ServeReady)
 }
 
 // RegisterWithLegacy is [Health.Register] plus [PathLegacy] answered as

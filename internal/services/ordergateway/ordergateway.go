@@ -190,7 +190,8 @@ func (s *Service) routes() *http.ServeMux {
 	mux.HandleFunc("POST /orders", s.serveOrder)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	if s.cfg.Build == services.BuildNaive {
-		for _, p := range []string{services.PathLegacy, services.PathStartup, services.PathLive, services.PathReady} {
+		for _, p := range []string{services.PathLegacy, services.PathStartup, services.PathLive, services.PathReady,
+			services.PathADRStartup, services.PathADRLive, services.PathADRReady} {
 			mux.HandleFunc("GET "+p, s.serveDeepHealth)
 		}
 	} else {

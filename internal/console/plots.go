@@ -1,0 +1,203 @@
+package console
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/drillhq/drill/internal/runner"
+)
+
+// Plot names served at /api/plots/{name}.
+const (
+	PlotLatency    = "latency.svg"
+	PlotThroughput = "throughput.svg"
+	PlotReady      = "ready.svg"
+)
+
+const (
+	plotWidth  = 9 * vg.Inch
+	plotHeight = 2.8 * vg.Inch
+)
+
+// plotCache keeps each plot's last rendering for the second it shows, so
+// that many viewers cost one rendering a second.
+type plotCache struct {
+	mu   sync.Mutex
+	at   map[string]float64
+	svgs map[string][]byte
+}
+
+func (s *Server) getPlot(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if name != PlotLatency && name != PlotThroughput && name != PlotReady {
+		writeError(w, http.StatusNotFound, "no plot "+name+" (latency.svg, throughput.svg, ready.svg)")
+		return
+	}
+	st, points, _, _ := s.live.snapshot()
+	last := -1.0
+	if len(points) > 0 {
+		last = points[len(points)-1].T
+	}
+	s.plots.mu.Lock()
+	svg, ok := s.plots.svgs[name]
+	if !ok || s.plots.at[name] != last {
+		var err error
+		svg, err = renderPlot(name, st, points)
+		if err != nil {
+			s.plots.mu.Unlock()
+			s.log.Warn("console plot", "plot", name, "err", err)
+			writeError(w, http.StatusInternalServerError, "render "+name+": "+err.Error())
+			return
+		}
+		s.plots.svgs[name], s.plots.at[name] = svg, last
+	}
+	s.plots.mu.Unlock()
+	w.Header().Set("Content-Type", "image/svg+xml")
+	_, _ = w.Write(svg)
+}
+
+// renderPlot draws one plot of the points so far as SVG, fault windows
+// shaded (fonts are named, not embedded: the browser uses its own).
+func renderPlot(name string, st *runner.State, points []Point) ([]byte, error) {
+	p := plot.New()
+	p.X.Label.Text = "t (s)"
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	var lines []namedLine
+	switch name {
+	case PlotLatency:
+		p.Title.Text = "Latency per stream (ms)"
+		for _, s := range streamNames(points) {
+			lines = append(lines,
+				namedLine{s + " p50", series(points, func(pt Point) (float64, bool) { v, ok := pt.Streams[s]; return v.P50, ok }), false},
+				namedLine{s + " p99", series(points, func(pt Point) (float64, bool) { v, ok := pt.Streams[s]; return v.P99, ok }), true})
+		}
+	case PlotThroughput:
+		p.Title.Text = "Throughput (req/s)"
+		for _, s := range streamNames(points) {
+			get := func(f func(StreamPoint) float64) func(Point) (float64, bool) {
+				return func(pt Point) (float64, bool) { v, ok := pt.Streams[s]; return f(v), ok }
+			}
+			lines = append(lines,
+				namedLine{s + " intended", series(points, get(func(v StreamPoint) float64 { return v.Intended })), true},
+				namedLine{s + " completed", series(points, get(func(v StreamPoint) float64 { return v.Done })), false},
+				namedLine{s + " failed", series(points, get(func(v StreamPoint) float64 { return v.Failed })), false},
+				namedLine{s + " shed", series(points, get(func(v StreamPoint) float64 { return v.Shed })), false})
+		}
+	case PlotReady:
+		p.Title.Text = "Ready replicas per service"
+		for _, s := range serviceNames(points) {
+			lines = append(lines, namedLine{s, series(points, func(pt Point) (float64, bool) {
+				v, ok := pt.Ready[s]
+				return float64(v.Ready), ok
+			}), false})
+		}
+	}
+	hi := 1.0
+	for _, l := range lines {
+		for _, xy := range l.xys {
+			hi = max(hi, xy.Y)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, hi*1.25
+	end := 1.0
+	if st != nil {
+		end = max(st.Duration.Seconds(), st.Now.Seconds())
+		for _, f := range st.Faults {
+			if f.OnAt < 0 {
+				continue
+			}
+			to := st.Now.Seconds()
+			if f.OffAt >= 0 {
+				to = f.OffAt.Seconds()
+			}
+			poly, err := plotter.NewPolygon(plotter.XYs{{X: f.OnAt.Seconds(), Y: 0}, {X: to, Y: 0}, {X: to, Y: p.Y.Max}, {X: f.OnAt.Seconds(), Y: p.Y.Max}})
+			if err != nil {
+				return nil, fmt.Errorf("shade fault %s: %w", f.Name, err)
+			}
+			poly.Color = color.NRGBA{R: 230, G: 80, B: 60, A: 55}
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+		}
+	}
+	p.X.Min, p.X.Max = 0, end
+	for i, l := range lines {
+		if len(l.xys) == 0 {
+			continue
+		}
+		ln, err := plotter.NewLine(l.xys)
+		if err != nil {
+			return nil, fmt.Errorf("line %s: %w", l.name, err)
+		}
+		ln.Color = plotutil.Color(i)
+		if l.dashed {
+			ln.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		p.Add(ln)
+		p.Legend.Add(l.name, ln)
+	}
+	wt, err := p.WriterTo(plotWidth, plotHeight, "svg")
+	if err != nil {
+		return nil, fmt.Errorf("svg canvas: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("write svg: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+type namedLine struct {
+	name   string
+	xys    plotter.XYs
+	dashed bool
+}
+
+func series(points []Point, get func(Point) (float64, bool)) plotter.XYs {
+	var out plotter.XYs
+	for _, pt := range points {
+		if v, ok := get(pt); ok {
+			out = append(out, plotter.XY{X: pt.T, Y: v})
+		}
+	}
+	return out
+}
+
+func streamNames(points []Point) []string {
+	seen := map[string]bool{}
+	for _, pt := range points {
+		for s := range pt.Streams {
+			seen[s] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func serviceNames(points []Point) []string {
+	seen := map[string]bool{}
+	for _, pt := range points {
+		for s := range pt.Ready {
+			seen[s] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return slices.Clip(out)
+}

@@ -1,0 +1,178 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/drillhq/drill/internal/compose"
+	"github.com/drillhq/drill/internal/composefile"
+	"github.com/drillhq/drill/internal/docker"
+	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// composeRun is what a compose run brought up: the project's network and
+// containers, the watcher that turns the engine's view into events, and
+// the Traefik-rule gateway the streams reach the services through.
+type composeRun struct {
+	cli     *testcontainers.DockerClient
+	stack   *compose.Stack
+	watcher *compose.Watcher
+	gateway *compose.Gateway
+}
+
+// isCompose reports whether the run brings up a Compose file.
+func (r *run) isCompose() bool { return r.sc.Environment.Type == scenario.EnvCompose }
+
+// prepareCompose reads the Compose file, builds the images it has build
+// sections for and creates the project network (journaled first), before
+// the proxies start: they listen on the network's gateway so the
+// containers reach them.
+func (r *run) prepareCompose(ctx context.Context) error {
+	c := r.sc.Environment.Compose
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose environment: %w", err))
+	}
+	r.env.onClose("docker client", func(context.Context) error { return cli.Close() })
+	// The variables are set empty for now: the proxies they name are not up
+	// yet; startCompose reads the file again with their values.
+	blank := make(map[string]string, len(c.Env))
+	for k := range c.Env {
+		blank[k] = ""
+	}
+	p, err := composefile.Load(ctx, r.sc.ComposePath(), c.Project, blank)
+	if err != nil {
+		return exitcode.Wrap(exitcode.BadInput, err)
+	}
+	log := r.log.With("component", "compose", "project", p.Name)
+	if err := compose.BuildImages(ctx, cli, p, log); err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, err)
+	}
+	st, err := compose.CreateNetwork(ctx, cli, p.Name, r.id, func() error {
+		return r.journal.Record(inject.ComposeEntry(inject.OpApply, r.id, p.Name))
+	}, log)
+	if err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose project %s: %w", p.Name, err))
+	}
+	r.env.compose = &composeRun{cli: cli, stack: st}
+	r.env.onClose("compose project "+p.Name, func(ctx context.Context) error {
+		if err := st.Down(ctx); err != nil {
+			return err
+		}
+		return r.journal.Record(inject.ComposeEntry(inject.OpRevert, r.id, p.Name))
+	})
+	log.Info("compose network ready", "network", st.Network, "gateway", st.Gateway)
+	return nil
+}
+
+// proxyListen is where proxy i listens: in a compose run, a proxy whose
+// listen the scenario does not set listens on the project network's
+// gateway (a port of its own), so the containers reach it.
+func (r *run) proxyListen(i int, listen string) string {
+	if !r.isCompose() || r.env.compose == nil {
+		return listen
+	}
+	if _, wrote := r.sc.Positions[fmt.Sprintf("proxies[%d].listen", i)]; wrote {
+		return listen
+	}
+	return net.JoinHostPort(r.env.compose.stack.Gateway, "0")
+}
+
+// startCompose reads the Compose file again with environment.compose.env
+// filled (proxies are up now), starts the containers, the watcher and the
+// gateway, and points ${services.NAME.url} at the gateway.
+func (r *run) startCompose(ctx context.Context) error {
+	c := r.sc.Environment.Compose
+	cr := r.env.compose
+	env, err := r.expandEnv("environment.compose.env", c.Env)
+	if err != nil {
+		return err
+	}
+	p, err := composefile.Load(ctx, r.sc.ComposePath(), cr.stack.Project.Name, env)
+	if err != nil {
+		return exitcode.Wrap(exitcode.BadInput, err)
+	}
+	routes, err := composefile.ParseRoutes(p)
+	if err != nil {
+		return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: %w", r.sc.ComposePath(), err))
+	}
+	log := r.log.With("component", "compose", "project", p.Name)
+	gw := compose.NewGateway(routes, c.AllowEmptyServices, r.clock, r.evlog, log.With("part", "gateway"))
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, err)
+	}
+	cr.gateway = gw
+	r.env.onClose("compose gateway", gw.Close)
+	if err := cr.stack.Start(ctx, p); err != nil {
+		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose project %s: %w", p.Name, err))
+	}
+	// The watcher lives until teardown, like the local replicas.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cr.watcher = compose.Watch(wctx, cr.cli, cr.stack, r.clock, r.evlog, gw.SetServing, log.With("part", "watcher"))
+	r.env.onClose("compose watcher", func(context.Context) error { cancel(); cr.watcher.Wait(); return nil })
+	for _, s := range r.sc.Services {
+		r.vars["services."+s.Name+".url"] = gw.URL()
+		r.vars["services."+s.Name+".addr"] = gw.URL()[len("http://"):]
+	}
+	log.Info("compose project up", "containers", len(cr.stack.Containers), "gateway", gw.URL())
+	return nil
+}
+
+// waitCompose waits as `docker compose up --wait` does: every container
+// healthy, or running when it has no healthcheck.
+func (r *run) waitCompose(ctx context.Context) error {
+	cr := r.env.compose
+	timeout := r.sc.Timeline.ReadyTimeout.D()
+	if timeout <= 0 {
+		timeout = 120 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var names []string
+	for _, c := range cr.stack.Containers {
+		names = append(names, c.Service)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r.log.Info("waiting for the container to be healthy", "service", n, "timeout", timeout)
+		if err := cr.stack.WaitHealthy(ctx, cr.stack.Container(n)); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("not healthy within %s: %w", timeout, err)
+			}
+			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose service %s: %w", n, err))
+		}
+	}
+	// The watcher may see the last transition a poll later.
+	for _, n := range names {
+		for !cr.watcher.Serving(n) {
+			select {
+			case <-ctx.Done():
+				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose service %s not routed within %s", n, timeout))
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// composeTargets adds the containers of a compose run's services to ctrs
+// (container-pause faults name a Compose service as their dependency); a
+// dependency of the same name keeps its own container.
+func (r *run) composeTargets(ctrs map[string]string) {
+	if r.env == nil || r.env.compose == nil {
+		return
+	}
+	for _, c := range r.env.compose.stack.Containers {
+		if _, taken := ctrs[c.Service]; !taken {
+			ctrs[c.Service] = c.ID
+		}
+	}
+}

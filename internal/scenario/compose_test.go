@@ -1,0 +1,101 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const composeScenario = `apiVersion: drill.dev/v1alpha1
+kind: Scenario
+metadata: {name: c}
+environment:
+  type: compose
+  compose:
+    file: %FILE%
+    env:
+      DATABASE_URL: postgres://x@${proxies.pg.addr}/x
+timeline: {duration: 10s}
+proxies:
+  - name: pg
+    upstream: 127.0.0.1:5432
+services:
+  - name: %SERVICE%
+streams:
+  - name: s
+    targets: [{url: "${services.%SERVICE%.url}/"}]
+    rate: 1/s
+`
+
+// TestComposeEnvironment validates compose environments against their
+// Compose files: drill's subset, Traefik labels, scenario services naming
+// Compose services, and the keys that do not apply.
+func TestComposeEnvironment(t *testing.T) {
+	tests := []struct {
+		name, compose, service, extra string
+		want                          []string
+	}{
+		{name: "ok", service: "api", compose: `services:
+  api:
+    image: x
+    environment: {DB: "${DATABASE_URL}"}
+    labels:
+      traefik.http.routers.api.rule: PathPrefix(` + "`/`" + `)
+      traefik.http.services.api.loadbalancer.server.port: "8080"
+`},
+		{name: "unsupported key", service: "api", compose: "services:\n  api:\n    image: x\n    volumes: [\"/a:/b\"]\n",
+			want: []string{"environment.compose.file", "compose.yaml:4: services.api.volumes", "not supported by drill"}},
+		{name: "unknown service", service: "web", compose: "services:\n  api:\n    image: x\n",
+			want: []string{`services[0].name: no service "web"`, "it has api"}},
+		{name: "traefik label outside the subset", service: "api", compose: `services:
+  api:
+    image: x
+    labels:
+      traefik.http.routers.api.rule: PathPrefix(` + "`/`" + `)
+      traefik.http.routers.api.middlewares: auth
+      traefik.http.services.api.loadbalancer.server.port: "8080"
+`, want: []string{"traefik.http.routers.api.middlewares", "not supported by drill"}},
+		{name: "container-pause of a Compose service", service: "api", compose: "services:\n  api:\n    image: x\n  db:\n    image: y\n",
+			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n"},
+		{name: "container-pause of no Compose service", service: "api", compose: "services:\n  api:\n    image: x\n",
+			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n",
+			want:  []string{`faults[0].dependency: no dependency named "db"`}},
+		{name: "local keys refused", service: "api", compose: "services:\n  api:\n    image: x\n",
+			extra: "    replicas: 2\n", want: []string{"services[0].replicas: replicas does not apply to a compose service"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(tt.compose), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sc := strings.ReplaceAll(strings.ReplaceAll(composeScenario, "%FILE%", "compose.yaml"), "%SERVICE%", tt.service)
+			switch {
+			case strings.HasPrefix(tt.extra, "faults:"):
+				sc += tt.extra
+			case tt.extra != "":
+				sc = strings.Replace(sc, "  - name: "+tt.service+"\n", "  - name: "+tt.service+"\n"+tt.extra, 1)
+			}
+			path := filepath.Join(dir, "s.yaml")
+			if err := os.WriteFile(path, []byte(sc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want errors %q, got none", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}

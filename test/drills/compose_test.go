@@ -1,0 +1,200 @@
+package drills
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/compose"
+	"github.com/drillhq/drill/internal/docker"
+	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/testutil/testproc"
+)
+
+// referenceImage is the image the compose drills' Compose files name.
+const referenceImage = "drill-reference:local"
+
+// composeSetup skips without a Docker engine or PostgreSQL binaries, builds
+// a static drill and the reference image from it (as make compose-images
+// does), and returns the binary.
+func composeSetup(t *testing.T, work string) (string, compose.Docker) {
+	t.Helper()
+	for _, bin := range []string{"initdb", "pg_ctl", "postgres"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("PostgreSQL binaries needed by the drills: %v", err)
+		}
+	}
+	ctx := context.Background()
+	cli, err := docker.Client(ctx)
+	if errors.Is(err, docker.ErrNoDocker) {
+		t.Skipf("no Docker engine answers: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx := filepath.Join(work, "image")
+	if err := os.MkdirAll(bctx, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(bctx, "drill")
+	cmd := exec.Command(testproc.GoTool(), "build", "-o", bin, "./cmd/drill")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build a static drill: %v\n%s", err, out)
+	}
+	df, err := os.ReadFile(filepath.Join(root, "scenarios", "compose", "adr-0077", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bctx, "Dockerfile"), df, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := compose.BuildImage(ctx, cli, bctx, "Dockerfile", referenceImage, nil); err != nil {
+		t.Fatalf("build %s: %v", referenceImage, err)
+	}
+	return bin, cli
+}
+
+// runLabelled lists the containers and networks labelled with run.
+func runLabelled(t *testing.T, run string) string {
+	t.Helper()
+	var out []string
+	for _, args := range [][]string{
+		{"ps", "-a", "--filter", "label=" + compose.LabelRun + "=" + run, "--format", "container {{.Names}}"},
+		{"network", "ls", "--filter", "label=" + compose.LabelRun + "=" + run, "--format", "network {{.Name}}"},
+	} {
+		b, err := exec.Command("docker", args...).Output()
+		if err != nil {
+			t.Fatalf("docker %s: %v", strings.Join(args, " "), err)
+		}
+		if s := strings.TrimSpace(string(b)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestComposeDrillPair runs the CI-size ADR 0077 pair on this machine's
+// Docker engine: the correct build must pass, the naive one must fail on
+// the gateway's 404s and on losing its routes. No container or network of
+// either run may remain.
+func TestComposeDrillPair(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the compose pair takes about 2 minutes")
+	}
+	work := workDir(t)
+	drill, _ := composeSetup(t, work)
+	cases := []drillCase{
+		{file: "compose-adr-0077-overload", wantExit: record.ExitPass},
+		{file: "compose-adr-0077-overload-naive", wantExit: record.ExitFail, failedRight: gateway404s},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			scenario, err := filepath.Abs(filepath.Join(scenarioDir, c.file+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(work, c.file)
+			code, console := runDrill(t, drill, scenario, out, filepath.Join(work, "state"))
+			run, loadErr := record.Load(filepath.Join(out, "run.json"))
+			if loadErr != nil {
+				t.Fatalf("drill exited %d and its record cannot be read: %v\n%s", code, loadErr, tail(console, 15))
+			}
+			logRun(t, run)
+			if left := runLabelled(t, run.RunID); left != "" {
+				t.Errorf("the run left:\n%s", left)
+			}
+			if code == record.ExitInvalid {
+				t.Fatalf("drill exited 4: the measurement is invalid: %s", run.Validity.Summary())
+			}
+			if code != c.wantExit {
+				t.Fatalf("drill exited %d (%s), want %d; results:\n%s", code, run.Error, c.wantExit, results(run))
+			}
+			if c.failedRight != nil {
+				c.failedRight(t, run)
+			}
+		})
+	}
+}
+
+// gateway404s checks the naive build failed because the gateway answered
+// 404 and the container left routing (Docker marked it unhealthy).
+func gateway404s(t *testing.T, run *record.Run) {
+	t.Helper()
+	for _, name := range []string{"no-404s", "never-unroutable"} {
+		if r := mustResult(t, run, name); r.Verdict != assert.Fail {
+			t.Errorf("%s: %s (%s), want FAIL", name, r.Verdict, r.Figure.Text)
+		}
+	}
+}
+
+// TestComposeCleanupAfterSIGKILL kills a compose run with SIGKILL once its
+// container runs, then `drill cleanup --run ID` must remove the run's
+// containers and network (found by its label), from the journal.
+func TestComposeCleanupAfterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	work := workDir(t)
+	drill, _ := composeSetup(t, work)
+	state := filepath.Join(work, "state")
+	scenario, err := filepath.Abs(filepath.Join(scenarioDir, "compose-adr-0077-overload.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(drill, "run", "--out", filepath.Join(work, "killed"), "--state-dir", state, scenario)
+	var console bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &console, &console
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The run id is the journal's name; wait for a container of it.
+	var run string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if run == "" {
+			if ents, _ := os.ReadDir(inject.JournalDir(state)); len(ents) == 1 {
+				run = strings.TrimSuffix(ents[0].Name(), filepath.Ext(ents[0].Name()))
+			}
+		}
+		if run != "" && strings.Contains(runLabelled(t, run), "container ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("no container of the run within 2 minutes:\n%s", tail(console.Bytes(), 15))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	before := runLabelled(t, run)
+	if !strings.Contains(before, "container ") || !strings.Contains(before, "network ") {
+		t.Fatalf("after SIGKILL, want the run's container and network still there, got %q", before)
+	}
+	out, err := exec.Command(drill, "cleanup", "--run", run, "--state-dir", state).CombinedOutput()
+	if err != nil {
+		t.Fatalf("drill cleanup: %v\n%s", err, out)
+	}
+	if left := runLabelled(t, run); left != "" {
+		t.Errorf("after drill cleanup the run left:\n%s\ncleanup said:\n%s", left, out)
+	}
+}
