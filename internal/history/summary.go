@@ -163,25 +163,39 @@ func readNight(path string, write bool) (Night, error) {
 // first file's error in files' order.
 func readNights(files []string, write bool) ([]Night, error) {
 	nights := make([]Night, len(files))
-	errs := make([]error, len(files))
+	err := forEach(len(files), func(i int) (err error) {
+		nights[i], err = readNight(files[i], write)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nights, nil
+}
+
+// forEach calls f(0) .. f(n-1) on up to GOMAXPROCS goroutines and returns
+// the error of the lowest i that failed (nil when none did), so the
+// outcome does not depend on scheduling.
+func forEach(n int, f func(i int) error) error {
+	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(files)) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
 			for i := range next {
-				nights[i], errs[i] = readNight(files[i], write)
+				errs[i] = f(i)
 			}
 		})
 	}
-	for i := range files {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return nights, nil
+	return nil
 }

@@ -10,9 +10,7 @@ import (
 	"image/png"
 	"io"
 	"math"
-	"runtime"
 	"strconv"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -463,29 +461,16 @@ func WriteHTML(w io.Writer, r *Report) error {
 // order.
 func plotAll(figures []Series, nights []Night, medians map[Key]float64) ([]string, error) {
 	srcs := make([]string, len(figures))
-	errs := make([]error, len(figures))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(figures)) {
-		wg.Go(func() {
-			for i := range next {
-				med, ok := medians[figures[i].Key]
-				if !ok {
-					med = -1
-				}
-				srcs[i], errs[i] = plotSeries(figures[i], nights, med)
-			}
-		})
-	}
-	for i := range figures {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	err := forEach(len(figures), func(i int) (err error) {
+		med, ok := medians[figures[i].Key]
+		if !ok {
+			med = -1
 		}
+		srcs[i], err = plotSeries(figures[i], nights, med)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return srcs, nil
 }
