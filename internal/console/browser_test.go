@@ -37,7 +37,7 @@ func chromium(t *testing.T) string {
 // of the page mid-fault there.
 func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a 16 s drill in a browser")
+		t.Skip("runs a 60 s drill in a browser")
 	}
 	exe := chromium(t)
 	d := startDrill(t, "browser.yaml", Options{})
@@ -52,7 +52,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 150*time.Second)
+	ctx, cancel := context.WithTimeout(bctx, 240*time.Second)
 	defer cancel()
 
 	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
