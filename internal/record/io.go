@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -377,22 +378,18 @@ var ErrUnfinished = errors.New("run never finished writing its reports")
 // refused with [ErrUnfinished] and the command that writes its reports;
 // other errors are those of [Load] and of reading path.
 func LoadPath(path string) (string, *Run, error) {
-	st, err := os.Stat(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return path, nil, fmt.Errorf("read run %s: %w", path, err)
 	}
-	if st.IsDir() {
-		dir := path
-		path = filepath.Join(dir, "run.json")
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			if _, jerr := os.Stat(filepath.Join(dir, JournalFile)); jerr == nil {
-				return path, nil, fmt.Errorf("read run %s: %w (it holds only %s); write them first with: drill report %s", dir, ErrUnfinished, JournalFile, dir)
-			}
+	dir, file := locate(path)
+	run, err := Load(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, jerr := os.Stat(filepath.Join(dir, JournalFile)); jerr == nil {
+			return file, nil, fmt.Errorf("read run %s: %w (it holds only %s); write them first with: drill report %s", dir, ErrUnfinished, JournalFile, dir)
 		}
 	}
-	run, err := Load(path)
 	if err != nil {
-		return path, nil, err
+		return file, nil, err
 	}
-	return path, run, nil
+	return file, run, nil
 }

@@ -17,10 +17,7 @@ import (
 // wrote run.json: the record is rebuilt from the journal ([Recover];
 // aborted, exit 3). Errors: neither can be read.
 func Open(path string) (*Run, error) {
-	dir, file := path, filepath.Join(path, "run.json")
-	if st, err := os.Stat(path); err != nil || !st.IsDir() {
-		dir, file = filepath.Dir(path), path
-	}
+	dir, file := locate(path)
 	run, err := Load(file)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return run, err
@@ -33,6 +30,15 @@ func Open(path string) (*Run, error) {
 		return nil, rerr
 	}
 	return rec, nil
+}
+
+// locate returns the report directory and run.json of path: a directory
+// holds its run.json; anything else is the run.json itself.
+func locate(path string) (dir, file string) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return path, filepath.Join(path, "run.json")
+	}
+	return filepath.Dir(path), path
 }
 
 // Override changes the recorded scenario's assertions by sets, each
