@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -81,28 +80,7 @@ func writeSummary(path, runSHA string, n Night) error {
 	if err != nil {
 		return fmt.Errorf("write run summary %s: %w", out, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".run-summary-*.json")
-	if err != nil {
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	return nil
+	return record.WriteFile(out, "run summary", b)
 }
 
 // readSummary returns the night summarised beside path when that summary
