@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -348,6 +349,24 @@ func (f Fault) WithDefaults() Fault {
 func wholeMillis(key string, d *Duration, report func(key, msg string)) {
 	if d != nil && d.D() > 0 && d.D().Round(time.Millisecond) == 0 {
 		report(key, fmt.Sprintf("%s %s rounds to 0ms; Toxiproxy counts whole milliseconds", key, d.D()))
+	}
+}
+
+// wholeMillisKeys returns a [FaultSpec.Check] that applies [wholeMillis] to
+// each of the duration keys keys (of faultAttrDefs), in faultAttrDefs'
+// order. A key that is not one panics when the package is initialised.
+func wholeMillisKeys(keys ...string) func(f *Fault, report func(key, msg string)) {
+	for _, k := range keys {
+		if !slices.ContainsFunc(faultAttrDefs, func(d faultAttrDef) bool { return d.key == k && d.dur != nil }) {
+			panic("scenario: wholeMillisKeys: " + k + " is not a duration key of Fault")
+		}
+	}
+	return func(f *Fault, report func(key, msg string)) {
+		for _, d := range faultAttrDefs {
+			if d.dur != nil && slices.Contains(keys, d.key) {
+				wholeMillis(d.key, d.dur(f), report)
+			}
+		}
 	}
 }
 
