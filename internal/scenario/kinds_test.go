@@ -207,3 +207,29 @@ func TestCheckFault(t *testing.T) {
 		t.Fatalf("Validate = %v, want the rounding problem at faults[0].latency", err)
 	}
 }
+
+// TestAssertionDurationsAboveZero: maxLatency, hold and within are
+// refused at 0, each at its own key.
+func TestAssertionDurationsAboveZero(t *testing.T) {
+	doc := fmt.Sprintf(exampleBase, exampleFaults, `assertions:
+  - type: latency
+    stream: orders
+    maxLatency: 0s
+    window: fault:pg-pause
+  - type: recovery
+    stream: orders
+    maxLatency: 120ms
+    hold: 0s
+    within: 0s
+    window: recovery:pg-pause`)
+	_, err := LoadReader("example.yaml", strings.NewReader(doc))
+	for _, want := range []string{
+		"assertions[0].maxLatency: maxLatency must be above 0",
+		"assertions[1].hold: hold must be above 0",
+		"assertions[1].within: within must be above 0",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadReader = %v, want it to contain %q", err, want)
+		}
+	}
+}
