@@ -21,10 +21,13 @@ import (
 const SummaryVersion = "drill.dev/history-summary/v1"
 
 // A summary file holds one run's [Night] beside its run.json, so that
-// history over many nights reads a few kilobytes per night instead of
-// decoding every second's latency histograms (a 150 KB run.json of the
-// short orders drill takes about 25 ms to load and summarise; its summary
-// well under 1 ms). It is a cache: it names the SHA-256 of the run.json
+// history over many nights reads about 5 KB per night instead of
+// decoding every second's latency histograms. For the 150 KB run.json
+// files of the short orders drill (testdata/runs/orders-db-brownout-short)
+// loading and summarising one took 25-42 ms, reading its summary instead
+// (hashing the run.json included) 0.3-0.4 ms, on the shared 2-core
+// machine of reports/BENCHMARKS.md (2026-12-02; its history section has
+// the 365-night figures). It is a cache: it names the SHA-256 of the run.json
 // bytes it summarises and is used only while they match, and deleting it
 // loses nothing.
 type summaryFile struct {
