@@ -125,20 +125,6 @@ func FaultSpecOf(t FaultType) (sp *FaultSpec, ok bool) {
 	return nil, false
 }
 
-// IsToxic reports whether t is a Toxiproxy toxic (as opposed to down or a
-// pause), i.e. whether Stream and Toxicity apply.
-func (t FaultType) IsToxic() bool {
-	sp, ok := FaultSpecOf(t)
-	return ok && sp.IsToxic()
-}
-
-// NeedsProxy reports whether a fault of type t acts on a proxy (toxics and
-// down); the others act on a dependency.
-func (t FaultType) NeedsProxy() bool {
-	sp, ok := FaultSpecOf(t)
-	return ok && sp.Target == TargetProxy
-}
-
 // faultAttrDef is one kind-specific key of [Fault]: whether a fault sets
 // it, how `drill plan` prints it, and the bound every duration key obeys.
 type faultAttrDef struct {
