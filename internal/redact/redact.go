@@ -311,7 +311,10 @@ var authSchemes = []string{"bearer", "basic", "digest", "token", "negotiate", "n
 // Text returns s as drill may write it: known secret values, URL
 // passwords, the values of sensitive headers written "Name: value",
 // "Name=value", `"Name":"value"` or "Name:[value]", and the values of
-// sensitive query and key=value keys are replaced by [Redacted].
+// sensitive query and key=value keys are replaced by [Redacted]. "Name:"
+// is not a header line where Name ends a scenario field path rooted at a
+// list item ("s.yaml: streams[0].targets[0].headers.Authorization: unknown
+// reference"): the message after it stays readable.
 func (r *Redactor) Text(s string) string {
 	if s == "" {
 		return s
