@@ -119,10 +119,6 @@ func judgeMetric(in *input, a scenario.Assertion, r *Result) {
 		len(bad), len(samples), a.Metric, labelString(a.Labels), r.Window, FormatValue(worst.Value), r.Bound)
 }
 
-// DefaultHold is how long a recovery condition must keep holding when
-// Hold is unset: the recovery kind's default, [scenario.DefaultHold].
-const DefaultHold = scenario.DefaultHold
-
 // judgeRecovery measures the time from the fault's end to the first moment
 // a condition holds and keeps holding for Hold (default 2s), and compares
 // it with Within (docs/DESIGN.md §9). The condition is a metric condition
@@ -136,7 +132,7 @@ func judgeRecovery(in *input, a scenario.Assertion, r *Result) {
 		setError(r, "recovery assertion needs within")
 		return
 	}
-	hold := DefaultHold
+	hold := scenario.DefaultHold
 	if a.Hold != nil {
 		hold = a.Hold.D()
 	}

@@ -214,15 +214,11 @@ func breakdown(b *measure.Bucket) string {
 	return "; " + strings.Join(parts, ", ")
 }
 
-// DefaultMinRatio is the throughput bound when MinRatio is unset: the
-// throughput kind's default, [scenario.DefaultMinRatio].
-const DefaultMinRatio = scenario.DefaultMinRatio
-
 // judgeThroughput compares completed/intended requests over the window
 // with MinRatio (default 0.995): an open-model schedule that could not be
 // carried out shows here.
 func judgeThroughput(in *input, a scenario.Assertion, r *Result) {
-	min := DefaultMinRatio
+	min := scenario.DefaultMinRatio
 	if a.MinRatio != nil {
 		min = *a.MinRatio
 	}

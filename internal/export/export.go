@@ -21,12 +21,10 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
@@ -173,7 +171,7 @@ func WriteOpenMetrics(path string, run *record.Run, g Grouping) error {
 	if err != nil {
 		return fmt.Errorf("gather drill metrics: %w", err)
 	}
-	var b strings.Builder
+	var b bytes.Buffer
 	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeOpenMetrics))
 	for _, mf := range fams {
 		if err := enc.Encode(mf); err != nil {
@@ -185,27 +183,5 @@ func WriteOpenMetrics(path string, run *record.Run, g Grouping) error {
 			return fmt.Errorf("encode metrics: %w", err)
 		}
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".drill-metrics-*")
-	if err != nil {
-		return fmt.Errorf("write metrics file %s: %w", path, err)
-	}
-	if _, err := tmp.WriteString(b.String()); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write metrics file %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write metrics file %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write metrics file %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write metrics file %s: %w", path, err)
-	}
-	return nil
+	return record.WriteFile(path, "metrics file", b.Bytes())
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -22,10 +21,13 @@ import (
 const SummaryVersion = "drill.dev/history-summary/v1"
 
 // A summary file holds one run's [Night] beside its run.json, so that
-// history over many nights reads a few kilobytes per night instead of
-// decoding every second's latency histograms (a 150 KB run.json of the
-// short orders drill takes about 25 ms to load and summarise; its summary
-// well under 1 ms). It is a cache: it names the SHA-256 of the run.json
+// history over many nights reads about 5 KB per night instead of
+// decoding every second's latency histograms. For the 150 KB run.json
+// files of the short orders drill (testdata/runs/orders-db-brownout-short)
+// loading and summarising one took 25-42 ms, reading its summary instead
+// (hashing the run.json included) 0.3-0.4 ms, on the shared 2-core
+// machine of reports/BENCHMARKS.md (2026-12-02; its history section has
+// the 365-night figures). It is a cache: it names the SHA-256 of the run.json
 // bytes it summarises and is used only while they match, and deleting it
 // loses nothing.
 type summaryFile struct {
@@ -81,28 +83,7 @@ func writeSummary(path, runSHA string, n Night) error {
 	if err != nil {
 		return fmt.Errorf("write run summary %s: %w", out, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".run-summary-*.json")
-	if err != nil {
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run summary %s: %w", out, err)
-	}
-	return nil
+	return record.WriteFile(out, "run summary", b)
 }
 
 // readSummary returns the night summarised beside path when that summary

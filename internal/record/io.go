@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
@@ -63,26 +64,36 @@ func (r *Run) Save(path string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create report directory %s: %w", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".run-*.json")
+	return WriteFile(path, "run record", b)
+}
+
+// WriteFile writes b to path (mode 0644) through a temporary file in the
+// same directory and a rename, so a reader never sees half of it and a
+// failed write leaves no file behind. Errors read "write <what> <path>:
+// ...". Run records, their history summaries and metrics files are
+// written this way.
+func WriteFile(path, what string, b []byte) error {
+	base := filepath.Base(path)
+	ext := filepath.Ext(base)
+	// filepath.Dir, not "": CreateTemp would take "" for the system's
+	// temporary directory, and the rename could then cross filesystems.
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimSuffix(base, ext)+"-*"+ext)
 	if err != nil {
-		return fmt.Errorf("create run record in %s: %w", dir, err)
+		return fmt.Errorf("write %s %s: %w", what, path, err)
 	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run record %s: %w", path, err)
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run record %s: %w", path, err)
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write run record %s: %w", path, err)
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("write run record %s: %w", path, err)
+		return fmt.Errorf("write %s %s: %w", what, path, err)
 	}
 	return nil
 }

@@ -311,7 +311,10 @@ var authSchemes = []string{"bearer", "basic", "digest", "token", "negotiate", "n
 // Text returns s as drill may write it: known secret values, URL
 // passwords, the values of sensitive headers written "Name: value",
 // "Name=value", `"Name":"value"` or "Name:[value]", and the values of
-// sensitive query and key=value keys are replaced by [Redacted].
+// sensitive query and key=value keys are replaced by [Redacted]. "Name:"
+// is not a header line where Name ends a scenario field path rooted at a
+// list item ("s.yaml: streams[0].targets[0].headers.Authorization: unknown
+// reference"): the message after it stays readable.
 func (r *Redactor) Text(s string) string {
 	if s == "" {
 		return s
@@ -346,11 +349,12 @@ func (r *Redactor) Text(s string) string {
 		end := pos + loc[1]
 		var secret bool
 		switch {
-		case sep == ':' && pos+loc[2] > 0 && s[pos+loc[2]-1] == '.':
-			// "streams[0].headers.Authorization: value must not be
-			// empty": the last key of a field path in a validation
-			// message, not a header line; the scenario's own redaction
-			// has already hidden the values such a message quotes.
+		case sep == ':' && fieldPathKey(s, pos+loc[2]):
+			// "streams[0].headers.Authorization: unknown reference":
+			// the last key of a field path in a message about the
+			// scenario, not a header line; the scenario's own
+			// redaction has already hidden the values such a message
+			// quotes.
 		case sep == '=':
 			secret = r.SensitiveKey(name)
 		default:
@@ -374,6 +378,36 @@ func (r *Redactor) Text(s string) string {
 	b.WriteString(s[pos:])
 	return b.String()
 }
+
+// indexedSegmentRE matches the first segment of a scenario field path that
+// lies inside a list: streams[0], services[1].
+var indexedSegmentRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*(\[[0-9]+\])+$`)
+
+// fieldPathKey reports whether the name starting at i in s is the last key
+// of a scenario field path, as in "s.yaml: streams[0].targets[0].headers.
+// Authorization: unknown reference ${env.X}": it follows a '.', and the
+// path runs back (over names, indexes and dots) to a first segment with an
+// index, at the start of s or after a space. A dotted name without such a
+// root is a header line like any other: "req.Header.Authorization: Bearer
+// x" in a log line, or a JSON key "req.headers.cookie".
+func fieldPathKey(s string, i int) bool {
+	if i == 0 || s[i-1] != '.' {
+		return false
+	}
+	j := i - 1
+	for j > 0 && strings.IndexByte(pathBytes, s[j-1]) >= 0 {
+		j--
+	}
+	if j > 0 && s[j-1] != ' ' && s[j-1] != '\t' {
+		return false
+	}
+	first, _, _ := strings.Cut(s[j:i-1], ".")
+	return indexedSegmentRE.MatchString(first)
+}
+
+// pathBytes are the bytes of a scenario field path besides letters and
+// digits.
+const pathBytes = "._-[]0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 // valueSpan returns the span [from, to) of the value that starts at i in s
 // after separator sep; quotes and brackets around it stay outside.

@@ -47,6 +47,13 @@ func TestText(t *testing.T) {
 		{"s.yaml:7: streams[0].headers.Authorization: value must not be empty", "s.yaml:7: streams[0].headers.Authorization: value must not be empty"},
 		{"s.yaml:5: streams[0].basicAuth: missing required key", "s.yaml:5: streams[0].basicAuth: missing required key"},
 		{"req.Header Authorization: Bearer x", "req.Header Authorization: REDACTED"},
+		// A dotted name is a header line unless it ends a scenario field
+		// path (rooted at an indexed segment such as streams[0]).
+		{"req.Header.Authorization: Bearer x", "req.Header.Authorization: REDACTED"},
+		{"level=info request.headers.authorization: Bearer abc.def", "level=info request.headers.authorization: REDACTED"},
+		{`{"req.headers.cookie":"sid=abc"}`, `{"req.headers.cookie":"REDACTED"}`},
+		{"x.streams[0].headers.X-Api-Key: k1", "x.streams[0].headers.X-Api-Key: REDACTED"},
+		{"s.yaml: streams[0].targets[1].headers.X-Api-Key: unknown reference", "s.yaml: streams[0].targets[1].headers.X-Api-Key: unknown reference"},
 	} {
 		got := r.Text(tc.in)
 		if got != tc.want {

@@ -38,14 +38,21 @@ const maxTimelineEvents = 2000
 var htmlTemplate string
 
 // WriteAll writes run.json, junit.xml and report.html into dir (created
-// if needed). It returns the first error, wrapped with the file it was
-// writing; files already written are left in place.
+// if needed), then the history summary run.summary.json, which is a cache
+// and written on a best-effort basis (see writeSummary). It returns the
+// first error, wrapped with the file it was writing; files already
+// written are left in place.
 func WriteAll(dir string, run *record.Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create report directory %s: %w", dir, err)
 	}
+	// run.Save, keeping the bytes for the history summary.
 	runFile := filepath.Join(dir, RunFile)
-	if err := run.Save(runFile); err != nil {
+	runJSON, err := record.Marshal(run)
+	if err != nil {
+		return err
+	}
+	if err := record.WriteFile(runFile, "run record", runJSON); err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, run) }); err != nil {
@@ -54,26 +61,24 @@ func WriteAll(dir string, run *record.Run) error {
 	if err := writeFile(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return WriteHTML(w, run) }); err != nil {
 		return err
 	}
-	writeSummary(runFile)
+	writeSummary(runFile, runJSON)
 	return nil
 }
 
 // writeSummary writes the history summary (run.summary.json) beside the
-// run.json just saved, from its bytes as written, so that drill history
-// over many nights never has to decode whole records. The summary is a
-// cache keyed by run.json's hash: history ignores a missing or stale one
-// and reads the record instead, so a failure here costs only speed and
-// does not fail the run's reports.
-func writeSummary(runFile string) {
-	b, err := os.ReadFile(runFile)
+// run.json just written, from its bytes as written (redacted, and decoded
+// as drill history would decode them, so the summary is exactly what
+// history would compute from the record), so that drill history over many
+// nights never has to decode whole records. The summary is a cache keyed
+// by run.json's hash: history ignores a missing or stale one and reads
+// the record instead, so a failure here costs only speed and does not
+// fail the run's reports.
+func writeSummary(runFile string, runJSON []byte) {
+	saved, err := record.Unmarshal(runJSON)
 	if err != nil {
 		return
 	}
-	saved, err := record.Unmarshal(b)
-	if err != nil {
-		return
-	}
-	_ = history.WriteSummary(runFile, b, saved)
+	_ = history.WriteSummary(runFile, runJSON, saved)
 }
 
 // writeFile renders into memory and writes path only when rendering worked.

@@ -2,6 +2,9 @@ package report_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"os"
@@ -179,6 +182,21 @@ func TestWriteAll(t *testing.T) {
 		if bytes.Contains(sum, []byte(secret)) {
 			t.Errorf("the history summary contains the secret %q", secret)
 		}
+	}
+	// It summarises exactly the run.json bytes written (history uses it
+	// only while their hash matches).
+	runJSON, err := os.ReadFile(filepath.Join(dir, report.RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head struct {
+		RunSHA256 string `json:"runSha256"`
+	}
+	if err := json.Unmarshal(sum, &head); err != nil {
+		t.Fatal(err)
+	}
+	if h := sha256.Sum256(runJSON); head.RunSHA256 != hex.EncodeToString(h[:]) {
+		t.Errorf("the history summary names run.json hash %q, not that of the run.json written", head.RunSHA256)
 	}
 	nights, err := history.Load([]string{dir}, history.Options{})
 	if err != nil || len(nights) != 1 {

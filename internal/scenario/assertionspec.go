@@ -235,9 +235,12 @@ func (v *validator) assertionValues(c *assertionCheck, sp *AssertionSpec) {
 			}
 		}
 	}
-	if a.MaxLatency != nil && a.MaxLatency.D() <= 0 {
-		c.errorf("maxLatency", "maxLatency must be above 0")
+	positive := func(key string, d *Duration) {
+		if d != nil && d.D() <= 0 {
+			c.errorf(key, "%s must be above 0", key)
+		}
 	}
+	positive("maxLatency", a.MaxLatency)
 	ratio := func(key string, x *float64, lowOpen bool) {
 		if x == nil {
 			return
@@ -285,12 +288,8 @@ func (v *validator) assertionValues(c *assertionCheck, sp *AssertionSpec) {
 			c.errorf("metric", "no metrics source: add observers.metrics (a /metrics scrape) or observers.promql")
 		}
 	}
-	if a.Hold != nil && a.Hold.D() <= 0 {
-		c.errorf("hold", "hold must be above 0")
-	}
-	if a.Within != nil && a.Within.D() <= 0 {
-		c.errorf("within", "within must be above 0")
-	}
+	positive("hold", a.Hold)
+	positive("within", a.Within)
 	if a.MaxDuration != nil && a.MaxDuration.D() < 0 {
 		c.errorf("maxDuration", "maxDuration must not be negative")
 	}

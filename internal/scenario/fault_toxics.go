@@ -32,11 +32,8 @@ var latencySpec = FaultSpec{
   stream: both
   at: 20s
   for: 15s`,
-	Check: func(f *Fault, report func(key, msg string)) {
-		wholeMillis("latency", f.Latency, report)
-		wholeMillis("jitter", f.Jitter, report)
-		// jitter <= latency is the jitter key's rule (faultAttrDefs).
-	},
+	// jitter <= latency is the jitter key's rule (faultAttrDefs).
+	Check: wholeMillisKeys("latency", "jitter"),
 }
 
 var timeoutSpec = FaultSpec{
@@ -58,14 +55,8 @@ var timeoutSpec = FaultSpec{
   stream: both
   at: 20s
   for: 15s`,
-	Defaults: func(f *Fault) {
-		if f.Timeout == nil {
-			f.Timeout = &Duration{}
-		}
-	},
-	Check: func(f *Fault, report func(key, msg string)) {
-		wholeMillis("timeout", f.Timeout, report)
-	},
+	Defaults: defaultZeroTimeout,
+	Check:    wholeMillisKeys("timeout"),
 }
 
 var bandwidthSpec = FaultSpec{
@@ -102,9 +93,7 @@ var slowCloseSpec = FaultSpec{
   delay: 2s
   at: 20s
   for: 30s`,
-	Check: func(f *Fault, report func(key, msg string)) {
-		wholeMillis("delay", f.Delay, report)
-	},
+	Check: wholeMillisKeys("delay"),
 }
 
 var resetPeerSpec = FaultSpec{
@@ -121,14 +110,8 @@ var resetPeerSpec = FaultSpec{
   timeout: 0s
   at: 20s
   for: 10s`,
-	Defaults: func(f *Fault) {
-		if f.Timeout == nil {
-			f.Timeout = &Duration{}
-		}
-	},
-	Check: func(f *Fault, report func(key, msg string)) {
-		wholeMillis("timeout", f.Timeout, report)
-	},
+	Defaults: defaultZeroTimeout,
+	Check:    wholeMillisKeys("timeout"),
 }
 
 var slicerSpec = FaultSpec{
@@ -177,4 +160,12 @@ var limitDataSpec = FaultSpec{
 			report("bytes", "bytes must be above 0")
 		}
 	},
+}
+
+// defaultZeroTimeout sets an unset timeout to 0 (timeout: a pause; reset_peer:
+// reset at once).
+func defaultZeroTimeout(f *Fault) {
+	if f.Timeout == nil {
+		f.Timeout = &Duration{}
+	}
 }

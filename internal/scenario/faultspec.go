@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -122,20 +123,6 @@ func FaultSpecOf(t FaultType) (sp *FaultSpec, ok bool) {
 		}
 	}
 	return nil, false
-}
-
-// IsToxic reports whether t is a Toxiproxy toxic (as opposed to down or a
-// pause), i.e. whether Stream and Toxicity apply.
-func (t FaultType) IsToxic() bool {
-	sp, ok := FaultSpecOf(t)
-	return ok && sp.IsToxic()
-}
-
-// NeedsProxy reports whether a fault of type t acts on a proxy (toxics and
-// down); the others act on a dependency.
-func (t FaultType) NeedsProxy() bool {
-	sp, ok := FaultSpecOf(t)
-	return ok && sp.Target == TargetProxy
 }
 
 // faultAttrDef is one kind-specific key of [Fault]: whether a fault sets
@@ -348,6 +335,24 @@ func (f Fault) WithDefaults() Fault {
 func wholeMillis(key string, d *Duration, report func(key, msg string)) {
 	if d != nil && d.D() > 0 && d.D().Round(time.Millisecond) == 0 {
 		report(key, fmt.Sprintf("%s %s rounds to 0ms; Toxiproxy counts whole milliseconds", key, d.D()))
+	}
+}
+
+// wholeMillisKeys returns a [FaultSpec.Check] that applies [wholeMillis] to
+// each of the duration keys keys (of faultAttrDefs), in faultAttrDefs'
+// order. A key that is not one panics when the package is initialised.
+func wholeMillisKeys(keys ...string) func(f *Fault, report func(key, msg string)) {
+	for _, k := range keys {
+		if !slices.ContainsFunc(faultAttrDefs, func(d faultAttrDef) bool { return d.key == k && d.dur != nil }) {
+			panic("scenario: wholeMillisKeys: " + k + " is not a duration key of Fault")
+		}
+	}
+	return func(f *Fault, report func(key, msg string)) {
+		for _, d := range faultAttrDefs {
+			if d.dur != nil && slices.Contains(keys, d.key) {
+				wholeMillis(d.key, d.dur(f), report)
+			}
+		}
 	}
 }
 

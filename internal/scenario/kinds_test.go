@@ -168,6 +168,11 @@ func TestCheckFault(t *testing.T) {
 		{"toxicity above 1", Fault{Type: FaultTimeout, Proxy: "p", Toxicity: f64(1.5)}, "toxicity must be between 0 and 1, got 1.5"},
 		{"bandwidth 0", Fault{Type: FaultBandwidth, Proxy: "p", RateKBps: i64(0)}, "rateKBps must be above 0"},
 		{"bandwidth negative", Fault{Type: FaultBandwidth, Proxy: "p", RateKBps: i64(-1)}, "rateKBps must not be negative"},
+		{"jitter rounds to 0", Fault{Type: FaultLatency, Proxy: "p", Latency: d(time.Millisecond), Jitter: d(100 * time.Microsecond)},
+			"jitter 100µs rounds to 0ms"},
+		{"timeout rounds to 0", Fault{Type: FaultTimeout, Proxy: "p", Timeout: d(400 * time.Microsecond)}, "timeout 400µs rounds to 0ms"},
+		{"reset_peer rounds to 0", Fault{Type: FaultResetPeer, Proxy: "p", Timeout: d(400 * time.Microsecond)}, "timeout 400µs rounds to 0ms"},
+		{"reset_peer defaults to 0", Fault{Type: FaultResetPeer, Proxy: "p"}, ""},
 		{"slow_close rounds to 0", Fault{Type: FaultSlowClose, Proxy: "p", Delay: d(time.Microsecond)}, "delay 1µs rounds to 0ms"},
 		{"slicer variation", Fault{Type: FaultSlicer, Proxy: "p", AverageSize: b(64), SizeVariation: b(64)},
 			"sizeVariation (64) must be below averageSize (64)"},
@@ -200,5 +205,31 @@ func TestCheckFault(t *testing.T) {
 	var errs *Errors
 	if err := s.Validate(); !errors.As(err, &errs) || !strings.Contains(err.Error(), "faults[0].latency: latency 300µs rounds to 0ms") {
 		t.Fatalf("Validate = %v, want the rounding problem at faults[0].latency", err)
+	}
+}
+
+// TestAssertionDurationsAboveZero: maxLatency, hold and within are
+// refused at 0, each at its own key.
+func TestAssertionDurationsAboveZero(t *testing.T) {
+	doc := fmt.Sprintf(exampleBase, exampleFaults, `assertions:
+  - type: latency
+    stream: orders
+    maxLatency: 0s
+    window: fault:pg-pause
+  - type: recovery
+    stream: orders
+    maxLatency: 120ms
+    hold: 0s
+    within: 0s
+    window: recovery:pg-pause`)
+	_, err := LoadReader("example.yaml", strings.NewReader(doc))
+	for _, want := range []string{
+		"assertions[0].maxLatency: maxLatency must be above 0",
+		"assertions[1].hold: hold must be above 0",
+		"assertions[1].within: within must be above 0",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadReader = %v, want it to contain %q", err, want)
+		}
 	}
 }
