@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -262,26 +261,19 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, 
 
 // restartPolicy maps Compose's restart value to the engine's policy.
 func restartPolicy(s string) (container.RestartPolicy, error) {
-	name, count, _ := strings.Cut(s, ":")
+	name, retries, err := composefile.ParseRestart(s)
+	if err != nil {
+		return container.RestartPolicy{}, err
+	}
 	switch name {
-	case "", "no":
-		return container.RestartPolicy{Name: container.RestartPolicyDisabled}, nil
 	case "always":
 		return container.RestartPolicy{Name: container.RestartPolicyAlways}, nil
 	case "unless-stopped":
 		return container.RestartPolicy{Name: container.RestartPolicyUnlessStopped}, nil
 	case "on-failure":
-		rp := container.RestartPolicy{Name: container.RestartPolicyOnFailure}
-		if count != "" {
-			n, err := strconv.Atoi(count)
-			if err != nil || n < 0 {
-				return rp, fmt.Errorf("restart %q: the retry count is not a number", s)
-			}
-			rp.MaximumRetryCount = n
-		}
-		return rp, nil
+		return container.RestartPolicy{Name: container.RestartPolicyOnFailure, MaximumRetryCount: retries}, nil
 	}
-	return container.RestartPolicy{}, fmt.Errorf("restart %q: %w (no, always, on-failure[:N], unless-stopped)", s, composefile.ErrUnsupported)
+	return container.RestartPolicy{Name: container.RestartPolicyDisabled}, nil
 }
 
 // WaitHealthy waits until c's health status is healthy (or, without a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,6 +124,33 @@ func TestRuleMatching(t *testing.T) {
 		}
 		if got := m(httptest.NewRequest("GET", tt.url, nil)); got != tt.want {
 			t.Errorf("%s on %s = %v, want %v", tt.rule, tt.url, got, tt.want)
+		}
+	}
+}
+
+// TestLoadRefusesRestart: a restart value the engine has no policy for is
+// refused when the file is read (drill validate), not when the container
+// is created mid-run.
+func TestLoadRefusesRestart(t *testing.T) {
+	for _, tt := range []struct{ restart, want string }{
+		{"sometimes", `services.api.restart: restart "sometimes": not supported by drill`},
+		{"on-failure:x", `services.api.restart: restart "on-failure:x": the retry count is not a number`},
+		{"always:3", `services.api.restart: restart "always:3": not supported by drill`},
+		{"on-failure:3", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "compose.yaml")
+		if err := os.WriteFile(path, []byte("services:\n  api:\n    image: x\n    restart: \""+tt.restart+"\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Load(context.Background(), path, "p", nil)
+		if tt.want == "" {
+			if err != nil || p.Services[0].Restart != tt.restart {
+				t.Errorf("%q: %v, %v", tt.restart, p, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err %v, want %q", tt.restart, err, tt.want)
 		}
 	}
 }
