@@ -81,6 +81,10 @@ func TestParseRoutes(t *testing.T) {
 			"traefik.http.routers.r.middlewares":               "auth",
 			"traefik.http.services.s.loadbalancer.server.port": "80"}, "traefik.http.routers.r.middlewares", 0},
 		{"no port", map[string]string{"traefik.http.routers.r.rule": "Path(`/`)"}, "server.port is required", 0},
+		{"service nobody defines", map[string]string{
+			"traefik.http.routers.r.rule":                      "Path(`/`)",
+			"traefik.http.routers.r.service":                   "nope",
+			"traefik.http.services.s.loadbalancer.server.port": "80"}, `traefik.http.routers.r.service: no container defines the Traefik service "nope"`, 0},
 		{"bad rule", map[string]string{"traefik.http.routers.r.rule": "Path(`/`",
 			"traefik.http.services.s.loadbalancer.server.port": "80"}, "missing )", 0},
 	}
@@ -152,5 +156,24 @@ func TestLoadRefusesRestart(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: err %v, want %q", tt.restart, err, tt.want)
 		}
+	}
+}
+
+// TestParseRoutesAcrossContainers: a router may name a Traefik service
+// another container defines, as with Traefik's Docker provider.
+func TestParseRoutesAcrossContainers(t *testing.T) {
+	rs, err := ParseRoutes(&Project{Services: []Service{
+		{Name: "edge", Labels: map[string]string{
+			"traefik.http.routers.r.rule":    "Path(`/`)",
+			"traefik.http.routers.r.service": "api",
+			// the container's own service, so the port requirement holds
+			"traefik.http.services.edge.loadbalancer.server.port": "81"}},
+		{Name: "api", Labels: map[string]string{"traefik.http.services.api.loadbalancer.server.port": "80"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Routers) != 1 || rs.Routers[0].Service != "api" || len(rs.Backends) != 2 {
+		t.Errorf("routes %+v", rs)
 	}
 }
