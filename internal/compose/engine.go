@@ -167,11 +167,9 @@ func (st *Stack) Start(ctx context.Context, p *composefile.Project) error {
 				return fmt.Errorf("service %s waits for %s: %w", s.Name, dep, err)
 			}
 		}
-		c, err := st.start(ctx, s)
-		if err != nil {
+		if err := st.start(ctx, s); err != nil {
 			return fmt.Errorf("start service %s: %w", s.Name, err)
 		}
-		st.Containers = append(st.Containers, c)
 	}
 	return nil
 }
@@ -188,12 +186,14 @@ func (st *Stack) container(service string) *Container {
 // Container returns the container of service, nil when there is none.
 func (st *Stack) Container(service string) *Container { return st.container(service) }
 
-func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, error) {
+// start creates and starts s's container, listed in st.Containers from
+// its creation on, so [Stack.Down] removes it whatever fails after.
+func (st *Stack) start(ctx context.Context, s composefile.Service) error {
 	if _, err := st.cli.ImageInspect(ctx, s.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("image %s is not in the local engine and drill never pulls: build it first (a build section, or docker build -t %s)", s.Image, s.Image)
+			return fmt.Errorf("image %s is not in the local engine and drill never pulls: build it first (a build section, or docker build -t %s)", s.Image, s.Image)
 		}
-		return nil, fmt.Errorf("inspect image %s: %w", s.Image, err)
+		return fmt.Errorf("inspect image %s: %w", s.Image, err)
 	}
 	_, name := Names(st.run, st.Project.Name, s.Name)
 	labels := map[string]string{}
@@ -221,7 +221,7 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, 
 	}
 	rp, err := restartPolicy(s.Restart)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res, err := st.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:   name,
@@ -233,18 +233,16 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, 
 		}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create container %s: %w", name, err)
+		return fmt.Errorf("create container %s: %w", name, err)
 	}
 	c := &Container{Service: s.Name, Name: name, ID: res.ID}
-	// Listed before it starts: a failed start still removes it.
 	st.Containers = append(st.Containers, c)
 	if _, err := st.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		return nil, fmt.Errorf("start container %s: %w", name, err)
+		return fmt.Errorf("start container %s: %w", name, err)
 	}
-	st.Containers = st.Containers[:len(st.Containers)-1]
 	in, err := st.cli.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("inspect container %s: %w", name, err)
+		return fmt.Errorf("inspect container %s: %w", name, err)
 	}
 	if ns := in.Container.NetworkSettings; ns != nil {
 		if ep := ns.Networks[st.Network]; ep != nil && ep.IPAddress.IsValid() {
@@ -252,11 +250,11 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, 
 		}
 	}
 	if c.IP == "" {
-		return nil, fmt.Errorf("container %s has no address on network %s", name, st.Network)
+		return fmt.Errorf("container %s has no address on network %s", name, st.Network)
 	}
 	c.HasHealth = in.Container.State != nil && in.Container.State.Health != nil
 	st.log.Info("container started", "service", s.Name, "container", name, "ip", c.IP, "healthcheck", c.HasHealth)
-	return c, nil
+	return nil
 }
 
 // restartPolicy maps Compose's restart value to the engine's policy.
