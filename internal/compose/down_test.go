@@ -3,6 +3,7 @@ package compose
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/moby/moby/client"
@@ -52,5 +53,19 @@ func TestStartFailureAfterStartIsRemoved(t *testing.T) {
 	}
 	if len(f.removed) != 1 || f.removed[0] != "c1" {
 		t.Errorf("Down removed %q, want the started container c1", f.removed)
+	}
+}
+
+// TestServiceHealthyNeedsHealthcheck: depends_on with condition
+// service_healthy on a container without a healthcheck fails, as docker
+// compose does, instead of starting the dependent once the other runs.
+func TestServiceHealthyNeedsHealthcheck(t *testing.T) {
+	f := &failingInspect{}
+	st := &Stack{cli: f, run: "r", Network: "drill-r-p", Project: &composefile.Project{Name: "p"},
+		Containers: []*Container{{Service: "db", Name: "drill-r-db", ID: "c0"}}}
+	err := st.Start(context.Background(), &composefile.Project{Name: "p", Services: []composefile.Service{
+		{Name: "api", Image: "x", DependsOn: map[string]string{"db": "service_healthy"}}}})
+	if err == nil || !strings.Contains(err.Error(), "container drill-r-db has no healthcheck configured") {
+		t.Fatalf("err %v, want the dependency's missing healthcheck named", err)
 	}
 }

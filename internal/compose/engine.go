@@ -148,7 +148,9 @@ func CreateNetwork(ctx context.Context, cli Docker, project, run string, journal
 
 // Start creates and starts the containers of p on the stack's network in
 // dependency order; a service that depends_on another with condition
-// service_healthy starts once that one is healthy (bounded by ctx).
+// service_healthy starts once that one is healthy (bounded by ctx); one
+// without a healthcheck (its own or its image's) is an error, as in docker
+// compose.
 // Images must be in the local engine ([BuildImages] makes those with a
 // build section). Containers created before an error stay listed for
 // [Stack.Down].
@@ -162,6 +164,10 @@ func (st *Stack) Start(ctx context.Context, p *composefile.Project) error {
 			c := st.container(dep)
 			if c == nil {
 				return fmt.Errorf("service %s depends on %s, which is not in the project", s.Name, dep)
+			}
+			if !c.HasHealth {
+				// docker compose fails the same way; running is not healthy.
+				return fmt.Errorf("service %s depends on %s with condition service_healthy, but container %s has no healthcheck configured", s.Name, dep, c.Name)
 			}
 			if err := st.WaitHealthy(ctx, c); err != nil {
 				return fmt.Errorf("service %s waits for %s: %w", s.Name, dep, err)
@@ -252,7 +258,11 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) error {
 	if c.IP == "" {
 		return fmt.Errorf("container %s has no address on network %s", name, st.Network)
 	}
-	c.HasHealth = in.Container.State != nil && in.Container.State.Health != nil
+	// The configuration (the image's HEALTHCHECK merged in) says it, as
+	// docker compose reads it: the health state may come a moment later.
+	hc := in.Container.Config
+	c.HasHealth = in.Container.State != nil && in.Container.State.Health != nil ||
+		hc != nil && hc.Healthcheck != nil && len(hc.Healthcheck.Test) > 0 && hc.Healthcheck.Test[0] != "NONE"
 	st.log.Info("container started", "service", s.Name, "container", name, "ip", c.IP, "healthcheck", c.HasHealth)
 	return nil
 }
