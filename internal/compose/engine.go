@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -149,7 +148,9 @@ func CreateNetwork(ctx context.Context, cli Docker, project, run string, journal
 
 // Start creates and starts the containers of p on the stack's network in
 // dependency order; a service that depends_on another with condition
-// service_healthy starts once that one is healthy (bounded by ctx).
+// service_healthy starts once that one is healthy (bounded by ctx); one
+// without a healthcheck (its own or its image's) is an error, as in docker
+// compose.
 // Images must be in the local engine ([BuildImages] makes those with a
 // build section). Containers created before an error stay listed for
 // [Stack.Down].
@@ -164,15 +165,17 @@ func (st *Stack) Start(ctx context.Context, p *composefile.Project) error {
 			if c == nil {
 				return fmt.Errorf("service %s depends on %s, which is not in the project", s.Name, dep)
 			}
+			if !c.HasHealth {
+				// docker compose fails the same way; running is not healthy.
+				return fmt.Errorf("service %s depends on %s with condition service_healthy, but container %s has no healthcheck configured", s.Name, dep, c.Name)
+			}
 			if err := st.WaitHealthy(ctx, c); err != nil {
 				return fmt.Errorf("service %s waits for %s: %w", s.Name, dep, err)
 			}
 		}
-		c, err := st.start(ctx, s)
-		if err != nil {
+		if err := st.start(ctx, s); err != nil {
 			return fmt.Errorf("start service %s: %w", s.Name, err)
 		}
-		st.Containers = append(st.Containers, c)
 	}
 	return nil
 }
@@ -189,12 +192,14 @@ func (st *Stack) container(service string) *Container {
 // Container returns the container of service, nil when there is none.
 func (st *Stack) Container(service string) *Container { return st.container(service) }
 
-func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, error) {
+// start creates and starts s's container, listed in st.Containers from
+// its creation on, so [Stack.Down] removes it whatever fails after.
+func (st *Stack) start(ctx context.Context, s composefile.Service) error {
 	if _, err := st.cli.ImageInspect(ctx, s.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("image %s is not in the local engine and drill never pulls: build it first (a build section, or docker build -t %s)", s.Image, s.Image)
+			return fmt.Errorf("image %s is not in the local engine and drill never pulls: build it first (a build section, or docker build -t %s)", s.Image, s.Image)
 		}
-		return nil, fmt.Errorf("inspect image %s: %w", s.Image, err)
+		return fmt.Errorf("inspect image %s: %w", s.Image, err)
 	}
 	_, name := Names(st.run, st.Project.Name, s.Name)
 	labels := map[string]string{}
@@ -222,7 +227,7 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, 
 	}
 	rp, err := restartPolicy(s.Restart)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res, err := st.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:   name,
@@ -234,18 +239,16 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, 
 		}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create container %s: %w", name, err)
+		return fmt.Errorf("create container %s: %w", name, err)
 	}
 	c := &Container{Service: s.Name, Name: name, ID: res.ID}
-	// Listed before it starts: a failed start still removes it.
 	st.Containers = append(st.Containers, c)
 	if _, err := st.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		return nil, fmt.Errorf("start container %s: %w", name, err)
+		return fmt.Errorf("start container %s: %w", name, err)
 	}
-	st.Containers = st.Containers[:len(st.Containers)-1]
 	in, err := st.cli.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("inspect container %s: %w", name, err)
+		return fmt.Errorf("inspect container %s: %w", name, err)
 	}
 	if ns := in.Container.NetworkSettings; ns != nil {
 		if ep := ns.Networks[st.Network]; ep != nil && ep.IPAddress.IsValid() {
@@ -253,35 +256,32 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) (*Container, 
 		}
 	}
 	if c.IP == "" {
-		return nil, fmt.Errorf("container %s has no address on network %s", name, st.Network)
+		return fmt.Errorf("container %s has no address on network %s", name, st.Network)
 	}
-	c.HasHealth = in.Container.State != nil && in.Container.State.Health != nil
+	// The configuration (the image's HEALTHCHECK merged in) says it, as
+	// docker compose reads it: the health state may come a moment later.
+	hc := in.Container.Config
+	c.HasHealth = in.Container.State != nil && in.Container.State.Health != nil ||
+		hc != nil && hc.Healthcheck != nil && len(hc.Healthcheck.Test) > 0 && hc.Healthcheck.Test[0] != "NONE"
 	st.log.Info("container started", "service", s.Name, "container", name, "ip", c.IP, "healthcheck", c.HasHealth)
-	return c, nil
+	return nil
 }
 
 // restartPolicy maps Compose's restart value to the engine's policy.
 func restartPolicy(s string) (container.RestartPolicy, error) {
-	name, count, _ := strings.Cut(s, ":")
+	name, retries, err := composefile.ParseRestart(s)
+	if err != nil {
+		return container.RestartPolicy{}, err
+	}
 	switch name {
-	case "", "no":
-		return container.RestartPolicy{Name: container.RestartPolicyDisabled}, nil
 	case "always":
 		return container.RestartPolicy{Name: container.RestartPolicyAlways}, nil
 	case "unless-stopped":
 		return container.RestartPolicy{Name: container.RestartPolicyUnlessStopped}, nil
 	case "on-failure":
-		rp := container.RestartPolicy{Name: container.RestartPolicyOnFailure}
-		if count != "" {
-			n, err := strconv.Atoi(count)
-			if err != nil || n < 0 {
-				return rp, fmt.Errorf("restart %q: the retry count is not a number", s)
-			}
-			rp.MaximumRetryCount = n
-		}
-		return rp, nil
+		return container.RestartPolicy{Name: container.RestartPolicyOnFailure, MaximumRetryCount: retries}, nil
 	}
-	return container.RestartPolicy{}, fmt.Errorf("restart %q: %w (no, always, on-failure[:N], unless-stopped)", s, composefile.ErrUnsupported)
+	return container.RestartPolicy{Name: container.RestartPolicyDisabled}, nil
 }
 
 // WaitHealthy waits until c's health status is healthy (or, without a

@@ -42,11 +42,14 @@ type Gateway struct {
 	// serving maps a Compose service (a router's or backend's owner) to its
 	// container while that container serves.
 	serving map[string]*Container
+	// servers maps a Traefik service to a proxy per server it has now:
+	// rebuilt by SetServing, so a request only looks it up.
+	servers map[string][]*httputil.ReverseProxy
 	next    atomic.Uint64
 
-	proxy *httputil.ReverseProxy
-	srv   *http.Server
-	ln    net.Listener
+	tr  *http.Transport
+	srv *http.Server
+	ln  net.Listener
 }
 
 // NewGateway returns a gateway for routes; nothing serves until
@@ -55,21 +58,26 @@ func NewGateway(routes *composefile.Routes, allowEmptyServices bool, clock *even
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{routes: routes, allowEmpty: allowEmptyServices, clock: clock, sink: sink, log: log,
-		serving: map[string]*Container{}}
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
-	}
-	g.proxy = &httputil.ReverseProxy{
-		Transport: tr,
+	return &Gateway{routes: routes, allowEmpty: allowEmptyServices, clock: clock, sink: sink, log: log,
+		serving: map[string]*Container{}, servers: map[string][]*httputil.ReverseProxy{},
+		tr: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     90 * time.Second,
+		}}
+}
+
+// newProxy returns the reverse proxy to one server (addr: ip:port).
+func (g *Gateway) newProxy(addr string) *httputil.ReverseProxy {
+	target := &url.URL{Scheme: "http", Host: addr}
+	return &httputil.ReverseProxy{
+		Transport: g.tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			target := pr.In.Context().Value(targetKey{}).(*url.URL)
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
 		},
+		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			status := http.StatusBadGateway
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -78,10 +86,7 @@ func NewGateway(routes *composefile.Routes, allowEmptyServices bool, clock *even
 			http.Error(w, http.StatusText(status), status)
 		},
 	}
-	return g
 }
-
-type targetKey struct{}
 
 // Start listens on addr (e.g. 127.0.0.1:0) and serves until Close.
 func (g *Gateway) Start(addr string) error {
@@ -112,6 +117,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 	if g.srv == nil {
 		return nil
 	}
+	defer g.tr.CloseIdleConnections()
 	if err := g.srv.Shutdown(ctx); err != nil {
 		return fmt.Errorf("stop gateway: %w", err)
 	}
@@ -127,6 +133,9 @@ func (g *Gateway) SetServing(c *Container, serving bool) {
 		g.serving[c.Service] = c
 	} else {
 		delete(g.serving, c.Service)
+	}
+	if was != serving || serving {
+		g.rebuildLocked()
 	}
 	g.mu.Unlock()
 	if was == serving {
@@ -146,20 +155,31 @@ func (g *Gateway) SetServing(c *Container, serving bool) {
 	}
 }
 
+// rebuildLocked recomputes the servers of every Traefik service from the
+// serving containers.
+func (g *Gateway) rebuildLocked() {
+	clear(g.servers)
+	for _, b := range g.routes.Backends {
+		if c, ok := g.serving[b.Owner]; ok {
+			g.servers[b.Name] = append(g.servers[b.Name], g.newProxy(net.JoinHostPort(c.IP, strconv.Itoa(b.Port))))
+		}
+	}
+}
+
 // ServeHTTP routes r: the highest-priority router that exists and matches
 // picks the Traefik service; 404 when none does, 503 when its service has
 // no server.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	target, status := g.pick(r)
-	if target == nil {
+	p, status := g.pick(r)
+	if p == nil {
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
+	p.ServeHTTP(w, r)
 }
 
 // pick finds r's server, or the status to answer.
-func (g *Gateway) pick(r *http.Request) (*url.URL, int) {
+func (g *Gateway) pick(r *http.Request) (*httputil.ReverseProxy, int) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	for _, rt := range g.routes.Routers {
@@ -169,15 +189,7 @@ func (g *Gateway) pick(r *http.Request) (*url.URL, int) {
 		if !rt.Matches(r) {
 			continue
 		}
-		var servers []*url.URL
-		for _, b := range g.routes.Backends {
-			if b.Name != rt.Service {
-				continue
-			}
-			if c, ok := g.serving[b.Owner]; ok {
-				servers = append(servers, &url.URL{Scheme: "http", Host: net.JoinHostPort(c.IP, strconv.Itoa(b.Port))})
-			}
-		}
+		servers := g.servers[rt.Service]
 		if len(servers) == 0 {
 			return nil, http.StatusServiceUnavailable
 		}

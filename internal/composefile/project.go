@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -168,6 +169,9 @@ func fromProject(file string, p *types.Project) (*Project, error) {
 		if svc.Restart == "" {
 			svc.Restart = "no"
 		}
+		if _, _, err := ParseRestart(svc.Restart); err != nil {
+			return nil, fmt.Errorf("%s: services.%s.restart: %w", file, n, err)
+		}
 		for k, v := range s.Environment {
 			if v == nil {
 				continue
@@ -243,6 +247,32 @@ func fromProject(file string, p *types.Project) (*Project, error) {
 		visit(n)
 	}
 	return out, nil
+}
+
+// ParseRestart splits a Compose restart value into the policy (no,
+// always, on-failure, unless-stopped; "" is no) and on-failure's retry
+// count (0: no bound). Any other value wraps [ErrUnsupported].
+func ParseRestart(s string) (policy string, retries int, err error) {
+	policy, count, hasCount := strings.Cut(s, ":")
+	switch policy {
+	case "":
+		return "no", 0, nil
+	case "no", "always", "unless-stopped":
+		if hasCount {
+			break
+		}
+		return policy, 0, nil
+	case "on-failure":
+		if !hasCount {
+			return policy, 0, nil
+		}
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 0 {
+			return "", 0, fmt.Errorf("restart %q: the retry count is not a number", s)
+		}
+		return policy, n, nil
+	}
+	return "", 0, fmt.Errorf("restart %q: %w (no, always, on-failure[:N], unless-stopped)", s, ErrUnsupported)
 }
 
 // Service returns the service named name.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,6 +81,10 @@ func TestParseRoutes(t *testing.T) {
 			"traefik.http.routers.r.middlewares":               "auth",
 			"traefik.http.services.s.loadbalancer.server.port": "80"}, "traefik.http.routers.r.middlewares", 0},
 		{"no port", map[string]string{"traefik.http.routers.r.rule": "Path(`/`)"}, "server.port is required", 0},
+		{"service nobody defines", map[string]string{
+			"traefik.http.routers.r.rule":                      "Path(`/`)",
+			"traefik.http.routers.r.service":                   "nope",
+			"traefik.http.services.s.loadbalancer.server.port": "80"}, `traefik.http.routers.r.service: no container defines the Traefik service "nope"`, 0},
 		{"bad rule", map[string]string{"traefik.http.routers.r.rule": "Path(`/`",
 			"traefik.http.services.s.loadbalancer.server.port": "80"}, "missing )", 0},
 	}
@@ -124,5 +129,51 @@ func TestRuleMatching(t *testing.T) {
 		if got := m(httptest.NewRequest("GET", tt.url, nil)); got != tt.want {
 			t.Errorf("%s on %s = %v, want %v", tt.rule, tt.url, got, tt.want)
 		}
+	}
+}
+
+// TestLoadRefusesRestart: a restart value the engine has no policy for is
+// refused when the file is read (drill validate), not when the container
+// is created mid-run.
+func TestLoadRefusesRestart(t *testing.T) {
+	for _, tt := range []struct{ restart, want string }{
+		{"sometimes", `services.api.restart: restart "sometimes": not supported by drill`},
+		{"on-failure:x", `services.api.restart: restart "on-failure:x": the retry count is not a number`},
+		{"always:3", `services.api.restart: restart "always:3": not supported by drill`},
+		{"on-failure:3", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "compose.yaml")
+		if err := os.WriteFile(path, []byte("services:\n  api:\n    image: x\n    restart: \""+tt.restart+"\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Load(context.Background(), path, "p", nil)
+		if tt.want == "" {
+			if err != nil || p.Services[0].Restart != tt.restart {
+				t.Errorf("%q: %v, %v", tt.restart, p, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err %v, want %q", tt.restart, err, tt.want)
+		}
+	}
+}
+
+// TestParseRoutesAcrossContainers: a router may name a Traefik service
+// another container defines, as with Traefik's Docker provider.
+func TestParseRoutesAcrossContainers(t *testing.T) {
+	rs, err := ParseRoutes(&Project{Services: []Service{
+		{Name: "edge", Labels: map[string]string{
+			"traefik.http.routers.r.rule":    "Path(`/`)",
+			"traefik.http.routers.r.service": "api",
+			// the container's own service, so the port requirement holds
+			"traefik.http.services.edge.loadbalancer.server.port": "81"}},
+		{Name: "api", Labels: map[string]string{"traefik.http.services.api.loadbalancer.server.port": "80"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Routers) != 1 || rs.Routers[0].Service != "api" || len(rs.Backends) != 2 {
+		t.Errorf("routes %+v", rs)
 	}
 }

@@ -62,6 +62,18 @@ func ParseRoutes(p *Project) (*Routes, error) {
 			return nil, fmt.Errorf("services.%s.labels: %w", s.Name, err)
 		}
 	}
+	// Traefik drops a router whose service no container defines (every
+	// request for it would get 404, not the 503 of an empty service);
+	// drill refuses it rather than routing to nothing.
+	defined := map[string]bool{}
+	for _, b := range out.Backends {
+		defined[b.Name] = true
+	}
+	for _, r := range out.Routers {
+		if !defined[r.Service] {
+			return nil, fmt.Errorf("services.%s.labels: traefik.http.routers.%s.service: no container defines the Traefik service %q (traefik.http.services.%s.loadbalancer.server.port)", r.Owner, r.Name, r.Service, r.Service)
+		}
+	}
 	sort.SliceStable(out.Routers, func(i, j int) bool {
 		if out.Routers[i].Priority != out.Routers[j].Priority {
 			return out.Routers[i].Priority > out.Routers[j].Priority
@@ -283,18 +295,13 @@ func (p *ruleParser) term() (matcher, error) {
 	}
 	switch name {
 	case "Host":
-		hosts := make([]string, len(args))
-		for i, a := range args {
-			hosts[i] = strings.ToLower(a)
-		}
 		return func(r *http.Request) bool {
 			h := r.Host
 			if hh, _, err := net.SplitHostPort(h); err == nil {
 				h = hh
 			}
-			h = strings.ToLower(h)
-			for _, x := range hosts {
-				if h == x {
+			for _, x := range args {
+				if strings.EqualFold(h, x) {
 					return true
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
@@ -15,6 +16,7 @@ import (
 	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -71,6 +73,31 @@ func (r *run) prepareCompose(ctx context.Context) error {
 	})
 	log.Info("compose network ready", "network", st.Network, "gateway", st.Gateway)
 	return nil
+}
+
+// composeSecrets returns the values of the Compose file's sensitive
+// environment variables (redact.SensitiveEnvName: POSTGRES_PASSWORD,
+// API_TOKEN, ...) as the file writes them. The containers hold them, and
+// what the engine reports back (healthcheck outputs, kept in probe events)
+// may echo them: they are secrets of the run like ${env.NAME} values. A
+// file that does not load gives none (validation reports it).
+func composeSecrets(s *scenario.Scenario) []string {
+	if s.Environment.Type != scenario.EnvCompose || s.Environment.Compose == nil {
+		return nil
+	}
+	p, err := composefile.Load(context.Background(), s.ComposePath(), s.Environment.Compose.Project, nil)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, svc := range p.Services {
+		for _, kv := range svc.Env {
+			if k, v, _ := strings.Cut(kv, "="); v != "" && redact.SensitiveEnvName(k) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // proxyListen is where proxy i listens: in a compose run, a proxy whose

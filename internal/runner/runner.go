@@ -181,14 +181,16 @@ func newRun(opts Options) (*run, error) {
 // startVars are the ${...} values a scenario has before anything is
 // started: ${run.id}, the ${env.NAME} it references that drill's
 // environment (lookup) sets, and in kubernetes scenarios each service's
-// ${services.NAME.url}. secrets are the ${env.NAME} values (redacted in
-// everything written).
+// ${services.NAME.url}. secrets are the ${env.NAME} values and, in compose
+// scenarios, the sensitive environment values of the Compose file
+// (redacted in everything written).
 func startVars(s *scenario.Scenario, runID string, lookup func(string) (string, bool)) (vars map[string]string, secrets []string) {
 	vars = s.EnvVars(lookup)
 	secrets = make([]string, 0, len(vars))
 	for _, v := range vars {
 		secrets = append(secrets, v)
 	}
+	secrets = append(secrets, composeSecrets(s)...)
 	vars["run.id"] = runID
 	if s.Environment.Type == scenario.EnvKubernetes {
 		for _, svc := range s.Services {

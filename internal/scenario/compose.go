@@ -57,6 +57,7 @@ func (v *validator) composeEnv() {
 		v.errorf("environment.compose.file", "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return
 	}
+	v.compose = p
 	if _, err := composefile.ParseRoutes(p); err != nil {
 		v.errorf("environment.compose.file", "%s: %s", v.s.ComposePath(), err)
 	}
@@ -89,16 +90,11 @@ func (v *validator) composeService(p string, svc *Service) {
 
 // composeTarget reports whether f is a container-pause of a Compose
 // service in a compose environment: its dependency names a service of the
-// Compose file, whose container drill pauses.
+// Compose file (as composeEnv read it), whose container drill pauses.
 func (v *validator) composeTarget(f *Fault) bool {
-	c := v.s.Environment.Compose
-	if v.s.Environment.Type != EnvCompose || f.Type != FaultContainerPause || c == nil || c.File == "" {
-		return false
+	if v.s.Environment.Type != EnvCompose || f.Type != FaultContainerPause || v.compose == nil {
+		return false // a file that did not load is reported by composeEnv
 	}
-	p, err := composefile.Load(context.Background(), v.s.ComposePath(), c.Project, nil)
-	if err != nil {
-		return false // reported by composeEnv
-	}
-	_, ok := p.Service(f.Dependency)
+	_, ok := v.compose.Service(f.Dependency)
 	return ok
 }

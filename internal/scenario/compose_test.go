@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +99,52 @@ func TestComposeEnvironment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestComposeEnvRedacted: environment.compose.env is a service's
+// environment by another road (the Compose file's ${VAR} reads it), so a
+// sensitive variable's value is a secret: run.json's scenario, plan
+// output and free text (logs, healthcheck outputs, errors) lose it.
+func TestComposeEnvRedacted(t *testing.T) {
+	const canary = "CANARY-c0mp05e"
+	src := `apiVersion: drill.dev/v1alpha1
+kind: Scenario
+metadata: {name: c}
+environment:
+  type: compose
+  compose:
+    file: compose.yaml
+    env:
+      API_TOKEN: ` + canary + `
+      LOG_LEVEL: info
+timeline: {duration: 10s}
+services:
+  - name: api
+streams:
+  - name: s
+    targets: [{url: "${services.api.url}/"}]
+    rate: 1/s
+`
+	s, err := Parse("c.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Redactor()
+	b, err := json.Marshal(s.Redacted(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(canary)) {
+		t.Errorf("redacted scenario holds environment.compose.env's secret: %s", b)
+	}
+	if !bytes.Contains(b, []byte(`"LOG_LEVEL":"info"`)) {
+		t.Errorf("redacted scenario lost an ordinary variable: %s", b)
+	}
+	if got := r.Text("healthcheck output: token " + canary); strings.Contains(got, canary) {
+		t.Errorf("Text kept environment.compose.env's secret: %q", got)
+	}
+	if s.Environment.Compose.Env["API_TOKEN"] != canary {
+		t.Error("Redacted changed the scenario it was given")
 	}
 }

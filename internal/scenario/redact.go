@@ -14,8 +14,9 @@ import (
 // known values the given values (those read with ${env.NAME}) plus every
 // secret the rules find written in s: sensitive header values of targets
 // and probes, basicAuth passwords, sensitive env values and secret flag
-// arguments of services, URL passwords and sensitive query and key=value
-// values in any string. A nil s gives the default rules plus values.
+// arguments of services, sensitive environment.compose.env values, and URL
+// passwords and sensitive query and key=value values in any string. A nil
+// s gives the default rules plus values.
 func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 	o := redact.Options{Values: append([]string(nil), values...)}
 	if s == nil {
@@ -68,6 +69,15 @@ func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 			}
 		}
 	}
+	// environment.compose.env reaches the containers' environment through
+	// the Compose file's ${VAR}: the same rule as a service's env.
+	if c := s.Environment.Compose; c != nil {
+		for k, v := range c.Env {
+			if redact.SensitiveEnvName(k) {
+				add(v)
+			}
+		}
+	}
 	walkStrings(reflect.ValueOf(s).Elem(), "", func(_, v string) {
 		for _, x := range rules.SecretsIn(v) {
 			add(x)
@@ -78,8 +88,8 @@ func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 
 // Redacted returns a copy of s, sharing nothing it changes with s, as
 // drill may write it with r's rules: sensitive header values (targets and
-// probes) and basicAuth passwords read REDACTED, service env values go
-// through r.Env, commands and args through r.Args, target bodies through
+// probes) and basicAuth passwords read REDACTED, service env values and
+// environment.compose.env values go through r.Env, commands and args through r.Args, target bodies through
 // r.Body (size and sha256 prefix), and every other string through r.Text.
 // The timeline and the assertions are copied unchanged, so a redacted
 // scenario judges a recorded run as the original does. s is not modified;
@@ -174,6 +184,10 @@ func redactFields(r *redact.Redactor, dst, src any) {
 		}
 		d.Command = r.Args(s.Command)
 		d.Args = r.Args(s.Args)
+	case *ComposeEnv:
+		for k, v := range src.(ComposeEnv).Env {
+			d.Env[k] = r.Env(k, v)
+		}
 	case *ExecAction:
 		d.Command = r.Args(src.(ExecAction).Command)
 	}

@@ -13,6 +13,8 @@ import (
 	"text/template"
 	"text/template/parse"
 	"time"
+
+	"github.com/drillhq/drill/internal/composefile"
 )
 
 // Reference service names and builds (docs/DESIGN.md §17).
@@ -126,6 +128,9 @@ type validator struct {
 	errs errorList
 	refs map[string]map[string][]string
 	vars map[string]string
+	// compose is the Compose file of a compose environment, once
+	// composeEnv read it (nil before, or when it did not load).
+	compose *composefile.Project
 }
 
 // errorf records a problem at path, located at the nearest position known
