@@ -35,7 +35,7 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 	}
 	unroutable := c.unroute[c.serviceOf(stream)]
 	for _, b := range s.Buckets {
-		if b.Start < from || b.Start >= to {
+		if !b.Within(from, to) {
 			continue
 		}
 		k.requests += b.Requests

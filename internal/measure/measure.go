@@ -205,15 +205,36 @@ type Series struct {
 	Buckets []*Bucket
 }
 
-// Window merges the buckets whose start lies in [from, to) into one bucket.
-// A bucket belongs to a window when its start does: windows on whole
-// seconds line up exactly with 1 s buckets.
+// Within reports whether b lies wholly inside [from, to): the rule by which
+// a second belongs to a window everywhere drill judges one.
+func (b *Bucket) Within(from, to time.Duration) bool {
+	return b.Start >= from && b.Start+b.Width <= to
+}
+
+// Window merges the buckets that lie wholly inside [from, to) into one
+// bucket, whose Start and Width are the span those buckets cover (the
+// window itself when none does), so a rate over it is per second measured.
+// Windows on whole seconds line up exactly with 1 s buckets; a window with
+// a fractional edge (a fault an operator started at t=11.93 s) leaves out
+// the second it cuts, so a baseline never takes in the first requests of
+// the fault, nor a fault window the first of its recovery.
 func (s *Series) Window(from, to time.Duration) *Bucket {
-	out := NewBucket(from, to-from)
-	for _, b := range s.Buckets {
-		if b.Start >= from && b.Start < to {
-			out.Merge(b)
+	first, last := -1, -1
+	for i, b := range s.Buckets {
+		if b.Within(from, to) {
+			if first < 0 {
+				first = i
+			}
+			last = i
 		}
+	}
+	if first < 0 {
+		return NewBucket(from, to-from)
+	}
+	end := s.Buckets[last].Start + s.Buckets[last].Width
+	out := NewBucket(s.Buckets[first].Start, end-s.Buckets[first].Start)
+	for _, b := range s.Buckets[first : last+1] {
+		out.Merge(b)
 	}
 	return out
 }

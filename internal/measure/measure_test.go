@@ -180,3 +180,32 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Fatal("want an error for a corrupt histogram")
 	}
 }
+
+// TestWindowFractionalEdges: a window an operator's action cut at a
+// fraction of a second (a fault started at t=3.93 s, ended at t=7.2 s)
+// takes only the seconds wholly inside it, so the baseline does not take
+// in the fault's first requests nor the fault window its recovery's, and
+// its span (for rates) is the seconds it holds.
+func TestWindowFractionalEdges(t *testing.T) {
+	s := &Series{Stream: "orders"}
+	for i := 0; i < 10; i++ {
+		b := NewBucket(time.Duration(i)*time.Second, time.Second)
+		lat := 10 * time.Millisecond
+		if i == 3 || (i >= 4 && i <= 7) { // second 3 holds the fault's start
+			lat = 500 * time.Millisecond
+		}
+		fill(b, 100, lat, 200)
+		s.Buckets = append(s.Buckets, b)
+	}
+	base := s.Window(0, 3930*time.Millisecond)
+	if base.Requests != 300 || !near(base.Quantile(99), 10*time.Millisecond) {
+		t.Errorf("baseline [0, 3.93 s): %d requests, p99 %s; want 300 at ~10ms (seconds 0-2 only)", base.Requests, base.Quantile(99))
+	}
+	if base.Start != 0 || base.Width != 3*time.Second {
+		t.Errorf("baseline span %s+%s, want 0s+3s", base.Start, base.Width)
+	}
+	fault := s.Window(3930*time.Millisecond, 7200*time.Millisecond)
+	if fault.Requests != 300 || fault.Start != 4*time.Second || fault.Width != 3*time.Second {
+		t.Errorf("fault [3.93 s, 7.2 s): %d requests over %s+%s; want 300 over 4s+3s", fault.Requests, fault.Start, fault.Width)
+	}
+}

@@ -346,7 +346,7 @@ func CheckLag(sc *scenario.Scenario, series map[string]*measure.Series, from, to
 			l.Intended = c.Intended
 		}
 		for _, bk := range s.Buckets {
-			if bk.Start >= from && bk.Start < to && bk.Late > l.WorstLate {
+			if bk.Within(from, to) && bk.Late > l.WorstLate {
 				l.WorstAt, l.WorstLate = bk.Start, bk.Late
 			}
 		}
