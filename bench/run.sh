@@ -6,6 +6,8 @@
 #   bench/run.sh --quick    short smoke run of every benchmark (figures not meaningful)
 #   bench/run.sh --mem-scale=0.1   memory benchmark at a tenth of the seeds' rates
 #   (5) always: heap and RSS at 1, 10, 60 simulated minutes of the seeds' load (go test -bench LongRunMemory)
+#   (6) always: 2,800 req/s against a target that holds every request 2 s, drill engine vs vegeta CLI
+#   bench/run.sh --only=hang   just (6)
 #
 # Needs: go, network access to the Go module proxy (installs the vegeta CLI
 # v12.13.0 into a temporary GOBIN). Everything runs on loopback; the stub
@@ -13,20 +15,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SAT_DUR=10s ROUNDS=3 SEEDS_DUR=60s ACC_DUR=20s MEM_DUR=60s WORKERS=32 MEM_SCALE=1
+SAT_DUR=10s ROUNDS=3 SEEDS_DUR=60s ACC_DUR=20s MEM_DUR=60s WORKERS=32 MEM_SCALE=1 HANG_DUR=20s HANG_ROUNDS=2 ONLY=
 for arg in "$@"; do
 	case "$arg" in
 	--long) MEM_DUR=600s ;;
-	--quick) SAT_DUR=2s ROUNDS=1 SEEDS_DUR=5s ACC_DUR=3s MEM_DUR=5s ;;
+	--quick) SAT_DUR=2s ROUNDS=1 SEEDS_DUR=5s ACC_DUR=3s MEM_DUR=5s HANG_DUR=5s HANG_ROUNDS=1 ;;
+	--only=hang) ONLY=hang ;;
 	--mem-scale=*) MEM_SCALE=${arg#--mem-scale=} ;;
-	*) echo "usage: $0 [--long] [--quick] [--mem-scale=X]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--long] [--quick] [--mem-scale=X] [--only=hang]" >&2; exit 2 ;;
 	esac
 done
 
 tmp=$(mktemp -d)
-stub_pid=""
+stub_pid="" hstub_pid=""
 cleanup() {
-	if [ -n "$stub_pid" ]; then kill "$stub_pid" 2>/dev/null || true; wait "$stub_pid" 2>/dev/null || true; fi
+	for pid in $stub_pid $hstub_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -45,6 +48,37 @@ go build -o "$tmp/stub" ./bench/stub
 go build -o "$tmp/loadbench" ./bench/loadbench
 GOBIN="$tmp/bin" go install github.com/tsenart/vegeta/v12@v12.13.0
 echo "vegeta:  $("$tmp/bin/vegeta" -version 2>&1 | head -1)"
+
+# hang_bench: section (6), also alone with --only=hang.
+hang_bench() {
+	echo "== (6) hanging target: 2,800 req/s for $HANG_DUR against a stub that holds every request 2 s (timeout 5 s), drill engine vs vegeta CLI, alternating"
+	command -v /usr/bin/time >/dev/null || { echo "  skipped: /usr/bin/time (Debian's time package) is missing"; return; }
+	"$tmp/stub" -hold 2s -addr 127.0.0.1:0 >"$tmp/hstub.out" &
+	hstub_pid=$!
+	for _ in $(seq 50); do [ -s "$tmp/hstub.out" ] && break; sleep 0.1; done
+	local hurl
+	hurl=$(awk '{print $2}' "$tmp/hstub.out")
+	[ -n "$hurl" ] || { echo "hanging stub did not start" >&2; exit 1; }
+	# cpu_rss WHO SENT FILE: CPU per request and peak RSS from GNU time's "%U %S %M" line.
+	cpu_rss() { awk -v w="$1" -v n="$2" '{ printf "  %s: CPU %.2f s, %.1f µs per request, peak RSS %.1f MiB\n", w, $1 + $2, ($1 + $2) * 1e6 / n, $3 / 1024 }' "$3"; }
+	for i in $(seq "$HANG_ROUNDS"); do
+		for who in drill vegeta; do
+			if [ $((i % 2)) -eq 0 ]; then who=$([ "$who" = drill ] && echo vegeta || echo drill); fi
+			if [ "$who" = drill ]; then
+				/usr/bin/time -o "$tmp/h.time" -f '%U %S %M' "$tmp/loadbench" hang -url "$hurl/" -rate 2800 -duration "$HANG_DUR" >"$tmp/h.out"
+				cat "$tmp/h.out"
+				cpu_rss drill "$(sed -n 's/.* sent=\([0-9]*\) .*/\1/p' "$tmp/h.out")" "$tmp/h.time"
+			else
+				echo "GET $hurl/" | /usr/bin/time -o "$tmp/h.time" -f '%U %S %M' "$tmp/bin/vegeta" attack -rate=2800 -duration="$HANG_DUR" -timeout=5s -output="$tmp/hv.bin"
+				"$tmp/loadbench" vegeta-lag -rate 2800 "$tmp/hv.bin" >"$tmp/h.out"
+				cat "$tmp/h.out"
+				cpu_rss vegeta "$(sed -n 's/.* sent=\([0-9]*\) .*/\1/p' "$tmp/h.out")" "$tmp/h.time"
+				rm -f "$tmp/hv.bin"
+			fi
+		done
+	done
+}
+if [ "$ONLY" = hang ]; then hang_bench; exit 0; fi
 
 "$tmp/stub" -addr 127.0.0.1:0,127.0.0.1:0,127.0.0.1:0 >"$tmp/stub.out" &
 stub_pid=$!
@@ -99,3 +133,5 @@ echo "== (4) memory: (2800+1400+150) x $MEM_SCALE req/s for $MEM_DUR (RSS sample
 
 echo "== (5) long runs: the seeds' 4,350 req/s fed into the recorders on a fast-forwarded clock for 60 simulated minutes, with the journal and with every second kept in memory"
 go test ./internal/load -run '^$' -bench 'LongRunMemory' -benchtime=1x | grep -E '^long run|^Benchmark'
+
+hang_bench

@@ -30,6 +30,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/record"
 )
@@ -181,6 +182,9 @@ type runResult struct {
 	// the judged span; LagP99 the largest dispatch lag p99.
 	LateShare float64
 	LagP99    time.Duration
+	// DrillCPU is drill's own CPU over the sampled span (run.json cpu)
+	// per request completed in that span, 0 when the run recorded none.
+	DrillCPU time.Duration
 }
 
 // fill reads the validity and lag figures of rec over its judged span
@@ -206,6 +210,33 @@ func (r *runResult) fill(rec *record.Run) {
 		r.LateShare = max(r.LateShare, float64(b.Late)/float64(b.Requests))
 		r.LagP99 = max(r.LagP99, measure.Quantile(b.Lag, 99))
 	}
+	r.DrillCPU = drillCPUPerRequest(rec)
+}
+
+// drillCPUPerRequest is drill's own CPU (the cpu record's drill part,
+// sampled from t=0 to the end of load) divided by the requests every
+// stream completed in the same span; 0 without a cpu record.
+func drillCPUPerRequest(rec *record.Run) time.Duration {
+	if rec.CPU == nil || len(rec.CPU.Seconds) == 0 {
+		return 0
+	}
+	var cpu float64
+	for _, p := range rec.CPU.Parts {
+		if p.Kind == cpuuse.KindDrill {
+			cpu += p.Seconds
+		}
+	}
+	from, to := rec.CPU.Seconds[0].At, rec.CPU.Seconds[len(rec.CPU.Seconds)-1].At
+	var n int64
+	for _, s := range rec.Series {
+		if s != nil {
+			n += s.Window(from.Truncate(time.Second), to.Truncate(time.Second)+time.Second).Requests
+		}
+	}
+	if n == 0 || cpu == 0 {
+		return 0
+	}
+	return time.Duration(cpu / float64(n) * float64(time.Second))
 }
 
 // expectedExit is the exit code a correct harness gives: 1 for a -naive
@@ -226,6 +257,8 @@ type row struct {
 	OtherExits                         []int
 	LateMedian, LateMax                float64
 	LagMedian, LagMax                  time.Duration
+	// CPUMedian is the median of the runs' drill CPU per request.
+	CPUMedian time.Duration
 }
 
 // tabulate groups runs by drill (in the order drills first appear).
@@ -234,6 +267,7 @@ func tabulate(runs []runResult) []row {
 	idx := map[string]int{}
 	lates := map[string][]float64{}
 	lags := map[string][]time.Duration{}
+	cpus := map[string][]float64{}
 	for _, r := range runs {
 		i, ok := idx[r.Drill]
 		if !ok {
@@ -260,6 +294,9 @@ func tabulate(runs []runResult) []row {
 		if r.Recorded {
 			lates[r.Drill] = append(lates[r.Drill], r.LateShare)
 			lags[r.Drill] = append(lags[r.Drill], r.LagP99)
+			if r.DrillCPU > 0 {
+				cpus[r.Drill] = append(cpus[r.Drill], float64(r.DrillCPU))
+			}
 		}
 	}
 	for i := range rows {
@@ -270,6 +307,10 @@ func tabulate(runs []runResult) []row {
 		if len(l) > 0 {
 			w.LateMedian, w.LateMax = median(l), l[len(l)-1]
 			w.LagMedian, w.LagMax = time.Duration(median(durs(g))), g[len(g)-1]
+		}
+		if c := cpus[w.Drill]; len(c) > 0 {
+			sort.Float64s(c)
+			w.CPUMedian = time.Duration(median(c))
 		}
 	}
 	return rows
@@ -306,8 +347,8 @@ func writeTable(w io.Writer, rows []row) error {
 			}
 			other += " (exit " + strings.Join(ex, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\texit %d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s (%s)\n", r.Drill, r.Expected, r.Runs, r.Valid, r.Right, r.Wrong, r.Invalid, other,
-			pct(r.LateMedian), pct(r.LateMax), ms(r.LagMedian), ms(r.LagMax))
+		fmt.Fprintf(tw, "%s\texit %d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s (%s)\t%s\n", r.Drill, r.Expected, r.Runs, r.Valid, r.Right, r.Wrong, r.Invalid, other,
+			pct(r.LateMedian), pct(r.LateMax), ms(r.LagMedian), ms(r.LagMax), us(r.CPUMedian))
 		t.Runs += r.Runs
 		t.Valid += r.Valid
 		t.Right += r.Right
@@ -321,8 +362,17 @@ func writeTable(w io.Writer, rows []row) error {
 	}
 	_, err := fmt.Fprintln(w, "\nRIGHT: the exit code a correct harness gives (0 for a correct build, 1 for a -naive one); WRONG: the other verdict;\n"+
 		"INVALID: exit 4; OTHER: any other exit. LATE: the largest share of a stream's requests sent more than its lag budget late;\n"+
-		"LAG P99: the largest dispatch lag p99 of a stream; both over the judged span of each run with a run.json.")
+		"LAG P99: the largest dispatch lag p99 of a stream; both over the judged span of each run with a run.json.\n"+
+		"DRILL CPU/REQ: drill's own CPU from t=0 to the end of load (run.json cpu) per request completed then, median over the runs.")
 	return err
+}
+
+// us formats d in µs ("-" for 0: not recorded).
+func us(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 0, 64) + " µs"
 }
 
 func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 2, 64) + "%" }

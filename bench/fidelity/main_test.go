@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
@@ -157,5 +158,45 @@ func TestRunOnce(t *testing.T) {
 	}
 	if _, err := runOnce(context.Background(), filepath.Join(dir, "missing"), "x.yaml", filepath.Join(dir, "x", "run-3")); err == nil {
 		t.Error("a drill binary that does not exist is not an error")
+	}
+}
+
+// TestDrillCPUPerRequest: drill's CPU over the sampled span divided by
+// the requests every stream completed in it; the replicas' CPU does not
+// count, and a run without a cpu record gives 0.
+func TestDrillCPUPerRequest(t *testing.T) {
+	series := map[string]*measure.Series{}
+	for name, n := range map[string]int64{"orders": 1000, "tax": 100} {
+		s := &measure.Series{Stream: name}
+		for i := range 5 {
+			b := measure.NewBucket(time.Duration(i)*time.Second, time.Second)
+			b.Requests = n
+			s.Buckets = append(s.Buckets, b)
+		}
+		series[name] = s
+	}
+	cpu := &cpuuse.Usage{
+		Parts: []cpuuse.PartUsage{
+			{Name: "drill", Kind: cpuuse.KindDrill, Seconds: 0.55},
+			{Name: "order-gateway replicas", Kind: cpuuse.KindService, Seconds: 9},
+		},
+		// Sampled seconds 1, 2 and 3: 3 x 1,100 requests.
+		Seconds: []cpuuse.Second{{At: time.Second}, {At: 2 * time.Second}, {At: 3 * time.Second}},
+	}
+	tests := []struct {
+		name string
+		cpu  *cpuuse.Usage
+		want time.Duration
+	}{
+		{"drill part over the sampled seconds", cpu, 166666 * time.Nanosecond}, // 0.55 s / 3,300 requests
+		{"no cpu record", nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := drillCPUPerRequest(&record.Run{Series: series, CPU: tc.cpu})
+			if got != tc.want {
+				t.Errorf("drillCPUPerRequest = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,13 @@
 //	    through an in-process Toxiproxy with a 50 ms latency toxic; p50 - 50 ms
 //	loadbench memory -urls U1,U2,U3 -duration 60s
 //	    4,350 req/s; RSS every 10 s, at 1 min and at the end
+//	loadbench hang -url URL -rate 2800 -duration 20s
+//	    one stream against a target that holds every request (bench/stub
+//	    -hold 2s); requests, dispatch lag, late share, peak RSS, goroutines
+//	loadbench vegeta-lag -rate 2800 FILE
+//	    the same figures from a vegeta attack's results file (binary
+//	    encoding), with the dispatch lag of hit k taken as its timestamp
+//	    minus (t0 + k/rate), t0 the attack's earliest possible start
 package main
 
 import (
@@ -38,7 +45,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadbench saturation|seeds|accuracy|memory [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadbench saturation|seeds|accuracy|memory|hang|vegeta-lag [flags]")
 		os.Exit(2)
 	}
 	mode, args := os.Args[1], os.Args[2:]
@@ -51,6 +58,7 @@ func main() {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	scale := fs.Float64("scale", 1, "multiply the seeds' rates by this (memory, seeds)")
 	maxConns := fs.Int("max-connections", 0, "maxConnections of each stream (seeds, memory; 0: unlimited)")
+	rate := fs.Int("rate", 2800, "requests per second (hang, vegeta-lag)")
 	_ = fs.Parse(args)
 	streamMaxConns = *maxConns
 	if *cpuprofile != "" {
@@ -73,8 +81,12 @@ func main() {
 		err = accuracy(*upstream, *duration, log)
 	case "memory":
 		err = memory(strings.Split(*urls, ","), *duration, *scale, log)
+	case "hang":
+		err = hang(*url, *rate, *duration, log)
+	case "vegeta-lag":
+		err = vegetaLag(fs.Arg(0), *rate)
 	default:
-		err = fmt.Errorf("unknown mode %q; known: accuracy, memory, saturation, seeds", mode)
+		err = fmt.Errorf("unknown mode %q; known: accuracy, hang, memory, saturation, seeds, vegeta-lag", mode)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()
@@ -229,16 +241,21 @@ func accuracy(upstream string, dur time.Duration, log *slog.Logger) error {
 }
 
 // rss returns the process's resident set size in bytes (VmRSS).
-func rss() int64 {
+func rss() int64 { return procStatusKB("VmRSS:") << 10 }
+
+// procStatusKB returns the figure (kB) of the /proc/self/status line
+// that starts with key, 0 when there is none.
+func procStatusKB(key string) int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
+		if strings.HasPrefix(line, key) {
+			if f := strings.Fields(line); len(f) > 1 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb
+			}
 		}
 	}
 	return 0
