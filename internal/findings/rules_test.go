@@ -352,3 +352,40 @@ func TestFaultOutlastingTheRun(t *testing.T) {
 		}
 	}
 }
+
+// TestFailuresPerConnection: while no replica is ready, a Service that
+// balances per request answers 503 itself, while one that balances per
+// connection refuses new connections and its kept-alive connections still
+// reach the replicas, whose 503s are their own. The fault finding says
+// which it was.
+func TestFailuresPerConnection(t *testing.T) {
+	tests := []struct {
+		name      string
+		balancing scenario.Balancing
+		fail      func(r *run)
+		want      string
+	}{
+		{"per request", "", func(r *run) { r.fail(25, 35, 100, 503, "") },
+			"1,000 answered 503 by the Service (no ready endpoint)"},
+		{"per connection, refused", scenario.BalancingConnection, func(r *run) { r.fail(25, 35, 100, 0, measure.ErrRefused) },
+			"1,000 refused by the Service (no ready endpoint for a new connection)"},
+		{"per connection, kept-alive 503s", scenario.BalancingConnection, func(r *run) { r.fail(25, 35, 100, 503, "") },
+			"1,000 shed with 503/429 by the service"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRun()
+			r.sc.Services[0].Balancing = tc.balancing
+			r.allOut(25, 40)
+			tc.fail(r)
+			var text []string
+			for _, f := range r.compute() {
+				text = append(text, f.Text)
+			}
+			all := strings.Join(text, "\n")
+			if !strings.Contains(all, tc.want) {
+				t.Errorf("findings do not say %q:\n%s", tc.want, all)
+			}
+		})
+	}
+}

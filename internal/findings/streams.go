@@ -7,6 +7,7 @@ import (
 
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/scenario"
 )
 
 // failureKinds splits a window's failures by how they failed.
@@ -15,8 +16,12 @@ type failureKinds struct {
 	// shedService: 503 or 429 answered by the service itself.
 	shedService int64
 	// noEndpoint: 503 answered while the service had no ready endpoint
-	// (the Service's own answer).
+	// (the Service's own answer), or, for a Service that balances per
+	// connection, a connection it refused then.
 	noEndpoint int64
+	// perConn: the stream's Service balances per connection (it refuses
+	// connections when no endpoint is ready; its 503s are the replicas').
+	perConn    bool
 	badGateway int64 // 502: the Service could not reach the chosen replica
 	timeouts   int64
 	connection int64 // refused or reset before a response
@@ -33,7 +38,9 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 	if s == nil {
 		return k
 	}
-	unroutable := c.unroute[c.serviceOf(stream)]
+	svc := c.serviceOf(stream)
+	unroutable := c.unroute[svc]
+	k.perConn = c.perConnection(svc)
 	for _, b := range s.Buckets {
 		if !b.Within(from, to) {
 			continue
@@ -50,7 +57,7 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 		}
 		for code, n := range b.Codes {
 			switch {
-			case code == 503 && inU:
+			case code == 503 && inU && !k.perConn:
 				k.noEndpoint += n
 			case code == 503 || code == 429:
 				k.shedService += n
@@ -64,6 +71,8 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 			switch {
 			case kind == measure.ErrTimeout:
 				k.timeouts += n
+			case kind == measure.ErrRefused && inU && k.perConn:
+				k.noEndpoint += n
 			case measure.ConnectionLevel(kind):
 				k.connection += n
 			default:
@@ -83,7 +92,11 @@ func (k failureKinds) text() string {
 		}
 	}
 	add(k.shedService, "shed with 503/429 by the service")
-	add(k.noEndpoint, "answered 503 by the Service (no ready endpoint)")
+	if k.perConn {
+		add(k.noEndpoint, "refused by the Service (no ready endpoint for a new connection)")
+	} else {
+		add(k.noEndpoint, "answered 503 by the Service (no ready endpoint)")
+	}
 	add(k.badGateway, "answered 502 by the Service (replica unreachable)")
 	add(k.timeouts, "timeouts")
 	add(k.connection, "connection errors")
@@ -98,6 +111,20 @@ func (k failureKinds) figures() []Figure {
 		countFigure("bad-gateway-502", k.badGateway), countFigure("timeouts", k.timeouts),
 		countFigure("connection-errors", k.connection), countFigure("other-errors", k.other),
 	}
+}
+
+// perConnection reports whether the local Service named svc balances per
+// connection (services[].balancing: connection).
+func (c *ctx) perConnection(svc string) bool {
+	if c.in.Scenario == nil || svc == "" {
+		return false
+	}
+	for _, s := range c.in.Scenario.Services {
+		if s.Name == svc {
+			return s.Balancing == scenario.BalancingConnection
+		}
+	}
+	return false
 }
 
 // firstFailure returns the start of the first second at or after from

@@ -126,6 +126,47 @@ type Router interface {
 	RoundTripVia(base http.RoundTripper, req *http.Request) (*http.Response, error)
 }
 
+// ConnRouter is a [Router] that can balance per connection, as kube-proxy
+// does. When BalancesPerConnection is true the engine sends the Service's
+// requests with the stream's transport as they are and opens each of its
+// connections with DialVia, which picks the endpoint and dials it with
+// dial (the stream's own dialer, with its dial cap): requests on a
+// kept-alive connection keep reaching the endpoint it was opened to.
+// DialVia fails as a refused connection when no endpoint is ready. Safe
+// for concurrent use.
+type ConnRouter interface {
+	Router
+	BalancesPerConnection() bool
+	DialVia(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (net.Conn, error)
+}
+
+// perRequest are the routers of rs that balance per request (every
+// router that is not a per-connection [ConnRouter]).
+func perRequest(rs map[string]Router) map[string]Router {
+	out := make(map[string]Router, len(rs))
+	for addr, r := range rs {
+		if cr, ok := r.(ConnRouter); !ok || !cr.BalancesPerConnection() {
+			out[addr] = r
+		}
+	}
+	return out
+}
+
+// connRouters are the routers of rs that balance per connection, by
+// address; nil when none does.
+func connRouters(rs map[string]Router) map[string]ConnRouter {
+	var out map[string]ConnRouter
+	for addr, r := range rs {
+		if cr, ok := r.(ConnRouter); ok && cr.BalancesPerConnection() {
+			if out == nil {
+				out = map[string]ConnRouter{}
+			}
+			out[addr] = cr
+		}
+	}
+	return out
+}
+
 // SecondSink receives closed seconds (see [Options.Seconds]). b is only
 // lent for the call: the engine reuses it afterwards. WriteSecond is called
 // from one goroutine at a time.
@@ -315,6 +356,7 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	// the generator and collapsed it in the benchmarks); a stalled server
 	// still gets as many connections as the load needs, 32 at a time.
 	dials := make(chan struct{}, e.opts.MaxDials)
+	perConn := connRouters(e.opts.Routers)
 	dial := func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
 		done := markDial(ctx)
 		defer func() { done(err) }()
@@ -324,6 +366,9 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 			return nil, ctx.Err()
 		}
 		defer func() { <-dials }()
+		if r := perConn[addr]; r != nil {
+			return r.DialVia(ctx, dialer.DialContext)
+		}
 		return dialer.DialContext(ctx, network, addr)
 	}
 	s.base = &http.Transport{
@@ -338,7 +383,7 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	s.client = &http.Client{
 		// No Timeout here: the transport applies s.timeout itself (see
 		// transport.RoundTrip).
-		Transport: &transport{base: s.base, s: s, routers: e.opts.Routers},
+		Transport: &transport{base: s.base, s: s, routers: perRequest(e.opts.Routers)},
 		// Redirects are answers, not followed (3xx counts as OK).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

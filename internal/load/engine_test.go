@@ -528,6 +528,73 @@ func TestRouters(t *testing.T) {
 	}
 }
 
+// connRouter is a test ConnRouter: per connection while perConn, it dials
+// addr (or fails as refused when addr is empty), counting its dials and
+// the requests it was handed per request.
+type connRouter struct {
+	hostRouter
+	perConn bool
+	dials   atomic.Int64
+}
+
+func (c *connRouter) BalancesPerConnection() bool { return c.perConn }
+
+func (c *connRouter) DialVia(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (net.Conn, error) {
+	c.dials.Add(1)
+	if c.addr == "" {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	}
+	return dial(ctx, "tcp", c.addr)
+}
+
+// TestConnRouters: a router that balances per connection opens the
+// stream's connections (kept alive, so far fewer dials than requests) and
+// is never handed a request; its requests keep the Service's Host; with
+// no endpoint its requests count as refused connections. A ConnRouter
+// that balances per request is handed every request, as a Router is.
+func TestConnRouters(t *testing.T) {
+	var hosts sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts.Store(r.Host, true)
+	}))
+	defer srv.Close()
+	backend := strings.TrimPrefix(srv.URL, "http://")
+	tests := []struct {
+		name      string
+		router    *connRouter
+		ok        int64
+		refused   int64
+		perRouter int64 // requests handed to RoundTripVia
+	}{
+		{"per connection", &connRouter{hostRouter: hostRouter{addr: backend}, perConn: true}, 40, 0, 0},
+		{"per connection, no endpoint", &connRouter{perConn: true}, 0, 40, 0},
+		{"per request", &connRouter{hostRouter: hostRouter{addr: backend}}, 40, 0, 40},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := runStreams(t, event.NewClock(), Options{Routers: map[string]Router{"svc.invalid:80": tc.router}},
+				scenario.Stream{
+					Name: "s", Rate: rate(40, time.Second), Duration: dur(time.Second), LagBudget: relaxed,
+					Targets: []scenario.Target{{Method: "GET", URL: "http://svc.invalid:80/a"}},
+				},
+			)
+			tot := e.Series()["s"].Total()
+			if tot.OK != tc.ok || tot.Errors[measure.ErrRefused] != tc.refused || tc.router.n.Load() != tc.perRouter {
+				t.Fatalf("ok %d, refused %d, handed to RoundTripVia %d (errors %v); want %d, %d, %d",
+					tot.OK, tot.Errors[measure.ErrRefused], tc.router.n.Load(), tot.Errors, tc.ok, tc.refused, tc.perRouter)
+			}
+			if tc.router.perConn && tc.ok > 0 {
+				if d := tc.router.dials.Load(); d < 1 || d >= tc.ok {
+					t.Errorf("%d dials for %d requests: want at least one and fewer than the requests (kept-alive connections)", d, tc.ok)
+				}
+				if _, ok := hosts.Load("svc.invalid:80"); !ok {
+					t.Error("the backend never saw the Service's Host header")
+				}
+			}
+		})
+	}
+}
+
 // fullBacklog returns the URL of a loopback listener that never accepts and
 // whose accept queue is full, so that a new connection is never
 // established: the kernel drops its SYNs and the dial hangs until the

@@ -21,16 +21,18 @@ import (
 	"github.com/drillhq/drill/internal/event"
 )
 
-// Proxy is a local Service: an HTTP reverse proxy on one port that balances
-// requests round-robin across the ready endpoints only, as kube-proxy does
-// with the ready endpoints of a Service's EndpointSlices, and answers 503
-// with a short body when none is ready.
+// Proxy is a local Service: one port that spreads traffic round-robin
+// across the ready endpoints only, as kube-proxy does with the ready
+// endpoints of a Service's EndpointSlices.
 //
-// It balances per request (kube-proxy balances per connection), so a
-// replica that goes unready stops getting requests at once, even on
-// kept-alive client connections. Backend errors (a replica dying
-// mid-request) give 502; requests are never retried on another replica.
-// Safe for concurrent use.
+// With [PerRequest] balancing (the default) it is an HTTP reverse proxy
+// that balances every request, so a replica that goes unready stops
+// getting requests at once, even on kept-alive client connections; it
+// answers 503 with a short body when no endpoint is ready, and 502 on a
+// backend error (a replica dying mid-request); requests are never retried
+// on another replica. With [PerConnection] balancing it relays TCP
+// connections, each to the endpoint picked when it was accepted, as
+// kube-proxy does (see [PerConnection]). Safe for concurrent use.
 type Proxy struct {
 	service string
 	clock   *event.Clock
@@ -38,9 +40,15 @@ type Proxy struct {
 	source  string
 	log     *slog.Logger
 
-	ln  net.Listener
-	srv *http.Server
-	tr  *http.Transport
+	ln        net.Listener
+	srv       *http.Server // PerRequest only
+	tr        *http.Transport
+	balancing Balancing
+	// PerConnection: the relayed connections, and a context whose end
+	// closes them all.
+	conns   sync.WaitGroup
+	baseCtx context.Context
+	cancel  context.CancelFunc
 
 	rr    atomic.Uint64
 	ready atomic.Pointer[[]*endpoint] // immutable snapshot, sorted by order
@@ -60,9 +68,10 @@ type endpoint struct {
 }
 
 // NewProxy listens on addr (host:port; "" means 127.0.0.1:0) and serves
-// until Close. Endpoint events carry service as their Service and source as
-// their Source ("" means "local-runtime").
-func NewProxy(service, addr string, clock *event.Clock, sink event.Sink, source string, log *slog.Logger) (*Proxy, error) {
+// until Close, balancing as balancing says. Endpoint events carry service
+// as their Service and source as their Source ("" means "local-runtime").
+// The error is the listen error.
+func NewProxy(service, addr string, balancing Balancing, clock *event.Clock, sink event.Sink, source string, log *slog.Logger) (*Proxy, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
@@ -81,7 +90,7 @@ func NewProxy(service, addr string, clock *event.Clock, sink event.Sink, source 
 	}
 	p := &Proxy{
 		service: service, clock: clock, sink: sink, source: source,
-		log: log.With("service", service), ln: ln,
+		log: log.With("service", service), ln: ln, balancing: balancing,
 		eps:    map[string]*endpoint{},
 		served: make(chan struct{}),
 		tr: &http.Transport{
@@ -101,6 +110,11 @@ func NewProxy(service, addr string, clock *event.Clock, sink event.Sink, source 
 		},
 	}
 	p.ready.Store(&[]*endpoint{})
+	p.baseCtx, p.cancel = context.WithCancel(context.Background())
+	if balancing == PerConnection {
+		go p.serveL4()
+		return p, nil
+	}
 	p.srv = &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -122,10 +136,10 @@ func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 // Addr is the proxy's listen address (host:port).
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler (per-request balancing).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	eps := *p.ready.Load()
-	if len(eps) == 0 {
+	e, ok := p.pick()
+	if !ok {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Drill-Proxy", "no-endpoints")
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -135,7 +149,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.bufferBody(w, r) {
 		return
 	}
-	e := eps[(p.rr.Add(1)-1)%uint64(len(eps))]
 	if !plainRequest(r) {
 		e.rp.ServeHTTP(w, r)
 		return
@@ -153,12 +166,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // of the listener would send. It returns base's error only when req's
 // context ended (the caller gave up). Safe for concurrent use.
 func (p *Proxy) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.Response, error) {
-	eps := *p.ready.Load()
-	if len(eps) == 0 {
+	e, ok := p.pick()
+	if !ok {
 		return p.answer(req, http.StatusServiceUnavailable, "no-endpoints",
 			p.noEndpointsBody()), nil
 	}
-	e := eps[(p.rr.Add(1)-1)%uint64(len(eps))]
 	out := *req // shallow: the caller's request is only read
 	u := *req.URL
 	u.Host = e.addr
@@ -404,7 +416,10 @@ func (p *Proxy) RemoveEndpoint(pod string) {
 }
 
 // Close stops routing (emitting EndpointRemoved for every endpoint), then
-// shuts the listener down, waiting for in-flight requests until ctx ends.
+// shuts the listener down. Per request it waits for in-flight requests
+// until ctx ends (the error says it ended first); per connection it waits
+// for the relayed connections at most 2 s or until ctx ends, then closes
+// the rest (clients' idle kept-alive connections) and returns nil.
 func (p *Proxy) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
@@ -423,11 +438,17 @@ func (p *Proxy) Close(ctx context.Context) error {
 		p.emitLocked(event.EndpointRemoved, e, "service stopped")
 	}
 	p.mu.Unlock()
-	err := p.srv.Shutdown(ctx)
-	if err != nil {
-		_ = p.srv.Close()
+	var err error
+	if p.balancing == PerConnection {
+		err = p.closeL4(ctx)
+	} else {
+		err = p.srv.Shutdown(ctx)
+		if err != nil {
+			_ = p.srv.Close()
+		}
 	}
 	<-p.served
+	p.cancel()
 	p.tr.CloseIdleConnections()
 	if err != nil {
 		return fmt.Errorf("shut down proxy for service %s: %w", p.service, err)

@@ -18,7 +18,7 @@ import (
 
 func newTestProxy(tb testing.TB, log *event.Log, backends ...string) *Proxy {
 	tb.Helper()
-	p, err := NewProxy("bench", "", event.NewClock(), log, "", nil)
+	p, err := NewProxy("bench", "", PerRequest, event.NewClock(), log, "", nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestProxyRoundTripVia(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			answers := map[string][]string{}
 			for _, via := range []string{"listener", "in-process"} {
-				p, err := NewProxy("svc", "", event.NewClock(), nil, "", nil)
+				p, err := NewProxy("svc", "", PerRequest, event.NewClock(), nil, "", nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -332,7 +332,7 @@ func TestProxyRoundTripVia(t *testing.T) {
 	}
 
 	t.Run("context ended", func(t *testing.T) {
-		p, err := NewProxy("svc", "", event.NewClock(), nil, "", nil)
+		p, err := NewProxy("svc", "", PerRequest, event.NewClock(), nil, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,6 +50,9 @@ type ServiceSpec struct {
 	Grace time.Duration
 	// Listen is the local Service proxy's address; default 127.0.0.1:0.
 	Listen string
+	// Balancing is how the Service spreads traffic over ready replicas;
+	// the zero value is [PerRequest].
+	Balancing Balancing
 	// LogDir receives one log file per replica, <LogDir>/<pod>.log (stdout
 	// and stderr, appended across restarts). "" means a temporary directory
 	// removed by Stop.
@@ -122,7 +125,7 @@ func Start(ctx context.Context, clock *event.Clock, sink event.Sink, spec Servic
 		return nil, fmt.Errorf("create log directory for service %s: %w", spec.Name, err)
 	}
 	opt := spec.Options.withDefaults()
-	s.proxy, err = NewProxy(spec.Name, spec.Listen, clock, sink, opt.Source, log)
+	s.proxy, err = NewProxy(spec.Name, spec.Listen, spec.Balancing, clock, sink, opt.Source, log)
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +289,16 @@ func (s *Service) onChange(i int, st ReplicaStatus) {
 // Done is closed once the service has stopped (Stop returned, or ctx of
 // Start was cancelled and the stop finished): every process reaped.
 func (s *Service) Done() <-chan struct{} { return s.stopped }
+
+// BalancesPerConnection reports whether the Service balances per
+// connection: see [Proxy.BalancesPerConnection].
+func (s *Service) BalancesPerConnection() bool { return s.proxy.BalancesPerConnection() }
+
+// DialVia opens a connection as the per-connection Service does, without
+// the hop through its listener: see [Proxy.DialVia].
+func (s *Service) DialVia(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (net.Conn, error) {
+	return s.proxy.DialVia(ctx, dial)
+}
 
 // URL is http://127.0.0.1:<port> of the local Service proxy.
 func (s *Service) URL() string { return s.proxy.URL() }

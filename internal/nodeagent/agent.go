@@ -200,7 +200,7 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("node agent: service %s/%s is listed twice", r.Namespace, r.Name)
 		}
 		seen[r.Namespace+"/"+r.Name] = true
-		p, err := localenv.NewProxy(r.Name, r.Listen, a.clock, nil, EventSource, a.log)
+		p, err := localenv.NewProxy(r.Name, r.Listen, localenv.PerRequest, a.clock, nil, EventSource, a.log)
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("node agent: service %s/%s: %w", r.Namespace, r.Name, err)

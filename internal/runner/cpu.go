@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"runtime/pprof"
 	"slices"
@@ -88,6 +90,26 @@ func (l labelledRouter) RoundTripVia(base http.RoundTripper, req *http.Request) 
 	pprof.SetGoroutineLabels(l.in)
 	defer pprof.SetGoroutineLabels(l.out)
 	return l.router.RoundTripVia(base, req)
+}
+
+// BalancesPerConnection implements load.ConnRouter: the wrapped router's
+// answer, false for a router that only balances per request.
+func (l labelledRouter) BalancesPerConnection() bool {
+	cr, ok := l.router.(load.ConnRouter)
+	return ok && cr.BalancesPerConnection()
+}
+
+// DialVia implements load.ConnRouter (picking the endpoint is
+// service-proxy work). It is called only when BalancesPerConnection is
+// true.
+func (l labelledRouter) DialVia(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (net.Conn, error) {
+	cr, ok := l.router.(load.ConnRouter)
+	if !ok {
+		return nil, errors.New("router does not balance per connection")
+	}
+	pprof.SetGoroutineLabels(l.in)
+	defer pprof.SetGoroutineLabels(l.out)
+	return cr.DialVia(ctx, dial)
 }
 
 // labelRouters wraps each router in a labelledRouter.

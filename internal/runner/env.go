@@ -447,6 +447,9 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 	if s.Port != nil {
 		spec.PortEnv, spec.PortFormat = s.Port.Env, s.Port.Format
 	}
+	if s.Balancing == scenario.BalancingConnection {
+		spec.Balancing = localenv.PerConnection
+	}
 	r.log.Info("starting service", "service", s.Name, "replicas", replicas, "command", fmt.Sprint(r.redactor.Args(spec.Command)))
 	// The replicas live until teardown, not until the graceful context
 	// ends: a signal must stop the load first, then the faults, then the

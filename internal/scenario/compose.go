@@ -81,7 +81,7 @@ func (v *validator) composeService(p string, svc *Service) {
 	}{{"reference", svc.Reference != ""}, {"command", len(svc.Command) > 0}, {"build", svc.Build != ""},
 		{"args", len(svc.Args) > 0}, {"env", len(svc.Env) > 0}, {"replicas", svc.Replicas != 0},
 		{"port", svc.Port != nil}, {"setup", svc.Setup != nil}, {"selector", svc.Selector != ""}, {"url", svc.URL != ""},
-		{"manifest", svc.Manifest != nil}, {"resources", svc.Resources != nil}} {
+		{"manifest", svc.Manifest != nil}, {"resources", svc.Resources != nil}, {"balancing", svc.Balancing != ""}} {
 		if k.set {
 			v.errorf(p+"."+k.name, "%s does not apply to a compose service: the Compose file defines it", k.name)
 		}

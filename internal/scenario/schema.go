@@ -29,6 +29,7 @@ func enums() map[string][]string {
 		"PostgresDep.mode":      PostgresModes,
 		"Service.reference":     ReferenceServices,
 		"Service.build":         Builds,
+		"Service.balancing":     Balancings,
 		"PortHandoff.format":    PortFormats,
 		"HTTPGetAction.scheme":  HTTPSchemes,
 		"TargetsFile.format":    TargetsFormats,

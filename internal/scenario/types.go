@@ -153,6 +153,18 @@ type ComposeEnv struct {
 	AllowEmptyServices bool `yaml:"allowEmptyServices,omitempty" json:"allowEmptyServices,omitempty"`
 }
 
+// Balancing is how a local Service spreads traffic over its ready
+// replicas ([Service.Balancing]).
+type Balancing string
+
+// Balancings of a local Service.
+const (
+	// BalancingRequest balances every HTTP request (L7; the default).
+	BalancingRequest Balancing = "request"
+	// BalancingConnection balances each TCP connection (L4, kube-proxy).
+	BalancingConnection Balancing = "connection"
+)
+
 // SUTPriority says how the system under test shares the CPU with drill in a
 // local environment.
 type SUTPriority string
@@ -350,6 +362,15 @@ type Service struct {
 	Setup *Setup `yaml:"setup,omitempty" json:"setup,omitempty"`
 	// Listen is the local Service proxy's address; default 127.0.0.1:0.
 	Listen string `yaml:"listen,omitempty" json:"listen,omitempty"`
+	// Balancing is how the local Service spreads traffic over the ready
+	// replicas: request (default) balances every HTTP request, as an
+	// ingress, a cloud load balancer in IP mode or a mesh does, so an
+	// unready replica gets no further request even on a kept-alive
+	// connection; connection balances each TCP connection when it opens
+	// and leaves it with its replica, as kube-proxy does, so kept-alive
+	// connections keep reaching a replica after it went unready, and with
+	// no ready replica new connections are refused. Local environment only.
+	Balancing Balancing `yaml:"balancing,omitempty" json:"balancing,omitempty"`
 	// Probes are the container's probes, inline. Overrides Manifest per probe.
 	Probes Probes `yaml:"probes,omitempty" json:"probes,omitempty"`
 	// Manifest reads probes and resources.limits.cpu from a Deployment

@@ -21,6 +21,7 @@ import (
 var (
 	ReferenceServices = []string{"order-gateway", "payment-core"}
 	Builds            = []string{"correct", "naive"}
+	Balancings        = []string{string(BalancingRequest), string(BalancingConnection)}
 )
 
 // How a local replica is handed its port ([PortHandoff]) and its index.
@@ -393,6 +394,9 @@ func (v *validator) services() {
 				v.errorf(p+".replicas", "replicas must be between 1 and 64, got %d", svc.Replicas)
 			}
 			v.checkHostPort(p+".listen", svc.Listen)
+			if svc.Balancing != "" && !oneOf(string(svc.Balancing), Balancings) {
+				v.errorf(p+".balancing", "%s", unknownValue("balancing", string(svc.Balancing), Balancings))
+			}
 			if svc.Selector != "" {
 				v.errorf(p+".selector", "selector applies only to environment type kubernetes")
 			}
@@ -417,7 +421,7 @@ func (v *validator) services() {
 				set  bool
 			}{{"reference", svc.Reference != ""}, {"command", len(svc.Command) > 0}, {"build", svc.Build != ""},
 				{"args", len(svc.Args) > 0}, {"env", len(svc.Env) > 0}, {"replicas", svc.Replicas != 0}, {"listen", svc.Listen != ""},
-				{"port", svc.Port != nil}, {"setup", svc.Setup != nil}} {
+				{"port", svc.Port != nil}, {"setup", svc.Setup != nil}, {"balancing", svc.Balancing != ""}} {
 				if k.set {
 					v.errorf(p+"."+k.name, "%s applies only to environment type local", k.name)
 				}

@@ -5,6 +5,7 @@ package scenario
 var typeDocs = map[string]string{
 	"Assertion":             "Assertion is one check over one window. Which fields apply depends on Type.",
 	"AssertionType":         "AssertionType names an assertion kind (docs/DESIGN.md §9).",
+	"Balancing":             "Balancing is how a local Service spreads traffic over its ready replicas ([Service.Balancing]).",
 	"BasicAuth":             "BasicAuth sets the Authorization header of every request of a stream to \"Basic \" + base64(username:password) (RFC 7617). Take the credentials from drill's environment with ${env.NAME} rather than writing them in the scenario; the Authorization header and the password are redacted in everything drill writes.",
 	"ByteSize":              "ByteSize is a size in bytes written \"512\", \"64KiB\", \"1MiB\", \"10KB\", \"2MB\".",
 	"CPUQuantity":           "CPUQuantity is an amount of CPU in thousandths of a core (millicores), written as Kubernetes writes a CPU quantity: \"500m\" (half a core), \"1\", \"1.5\", \"0.25\". The zero value is unset.",
@@ -236,6 +237,7 @@ var fieldDocs = map[string]string{
 	"Scenario.timeline":                     "Timeline fixes the run's length and its named phases.",
 	"Scenario.toxiproxy":                    "Toxiproxy says where proxies live. Default: embedded in drill.",
 	"Service.args":                          "Args are extra arguments (appended to Command or the reference service), expanded like Command.",
+	"Service.balancing":                     "Balancing is how the local Service spreads traffic over the ready replicas: request (default) balances every HTTP request, as an ingress, a cloud load balancer in IP mode or a mesh does, so an unready replica gets no further request even on a kept-alive connection; connection balances each TCP connection when it opens and leaves it with its replica, as kube-proxy does, so kept-alive connections keep reaching a replica after it went unready, and with no ready replica new connections are refused. Local environment only.",
 	"Service.build":                         "Build selects the reference build: correct (default) or naive.",
 	"Service.command":                       "Command is argv of any local program, run without a shell; the replica's port is in $PORT (see port). Like every string value it is expanded: ${...} references are filled and $$ writes a literal $, so [sh, -c, \"exec app --listen :$$PORT\"] lets the shell read $PORT.",
 	"Service.env":                           "Env is added to each replica's environment; values may use ${...}. It may not set the port variable (port.env) or REPLICA_INDEX: drill sets those for each replica.",
