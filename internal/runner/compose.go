@@ -14,6 +14,7 @@ import (
 	"github.com/drillhq/drill/internal/compose"
 	"github.com/drillhq/drill/internal/composefile"
 	"github.com/drillhq/drill/internal/docker"
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/redact"
@@ -28,6 +29,9 @@ type composeRun struct {
 	stack   *compose.Stack
 	watcher *compose.Watcher
 	gateway *compose.Gateway
+	// warnings are what the engine will not carry out of the Compose file
+	// (file: key: why), for the record's validity warnings.
+	warnings []string
 }
 
 // isCompose reports whether the run brings up a Compose file.
@@ -138,7 +142,15 @@ func (r *run) startCompose(ctx context.Context) error {
 	}
 	cr.gateway = gw
 	r.env.onClose("compose gateway", gw.Close)
-	if err := cr.stack.Start(ctx, p); err != nil {
+	err = cr.stack.Start(ctx, p)
+	// What the engine ignores of the file is said even when the start
+	// failed: it may be why.
+	for _, w := range cr.stack.Warnings {
+		w = r.sc.ComposePath() + ": " + w
+		cr.warnings = append(cr.warnings, w)
+		r.evlog.Emit(event.Event{At: r.clock.Now(), Kind: event.Note, Source: compose.Source, Detail: w})
+	}
+	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose project %s: %w", p.Name, err))
 	}
 	// The watcher lives until teardown, like the local replicas.
