@@ -157,7 +157,12 @@ correct: /healthz/startup (503 until the pool is open and readiness passed
 once), /healthz/live (in-process watchdog, no I/O), /healthz/ready (SELECT 1
 on its own connection within --ready-timeout, plus work-queue pressure per
 --ready-pressure). naive: one deep /health (also every /healthz/* path)
-querying through the request pool with no timeout of its own. Both: /metrics.`,
+querying through the request pool with no timeout of its own. Both: /metrics.
+ADR 0077's /startupz, /healthz and /readyz are the same three. The request
+pool holds --pool-size connections plus up to --pool-overflow while all are
+busy (the ADR's "5 + 5" budget); once started, the correct build evaluates
+readiness every --readiness-interval and logs "service not ready" / "service
+ready again".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.run(cmd, g, ordergateway.Name, func(build services.Build, logger *slog.Logger) (services.Service, error) {
@@ -168,13 +173,19 @@ querying through the request pool with no timeout of its own. Both: /metrics.`,
 				cfg.WatchdogStall = c.watchdogStall
 				cfg.DebugEndpoints = c.debug
 				cfg.Pressure = ordergateway.PressureMode(pr)
+				if cfg.ReadinessInterval == 0 {
+					cfg.ReadinessInterval = ordergateway.NoInterval // the flag's 0 turns it off
+				}
 				return ordergateway.New(cfg, logger)
 			})
 		},
 	}
 	fs := cmd.Flags()
 	c.bind(fs)
-	fs.Int32Var(&cfg.PoolSize, "pool-size", ordergateway.DefaultPoolSize, "request pool size (connections)")
+	fs.Int32Var(&cfg.PoolSize, "pool-size", ordergateway.DefaultPoolSize, "request pool size (connections opened at start and kept)")
+	fs.Int32Var(&cfg.PoolOverflow, "pool-overflow", 0, "request connections beyond --pool-size opened while all are busy, closed once --pool-size are idle (ADR 0077's size + overflow budget)")
+	fs.DurationVar(&cfg.ReadinessInterval, "readiness-interval", services.DefaultReadinessInterval,
+		"correct build: evaluate readiness this often once started, logging not ready / ready again (0: off)")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 0, "concurrent orders before 503 ERR_ORDER_OVERLOADED (0: build default, correct 1024, naive unlimited; -1: unlimited)")
 	fs.DurationVar(&cfg.DBTimeout, "db-timeout", 0, "deadline of each order's database work (0: build default, correct 1s, naive none; -1: none)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", 0, "most orders per INSERT of the group-commit writer (0: default 64; 1: one INSERT per request, queueing for a pool connection)")

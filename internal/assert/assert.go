@@ -120,6 +120,7 @@ func registry() map[scenario.AssertionType]judgeFunc {
 		scenario.AssertReady:           judgeReady,
 		scenario.AssertUnroutable:      judgeUnroutable,
 		scenario.AssertDetection:       judgeDetection,
+		scenario.AssertStartupGate:     judgeStartupGate,
 	}
 }
 

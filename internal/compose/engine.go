@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +51,13 @@ type Docker interface {
 	ImageInspect(ctx context.Context, image string, options ...client.ImageInspectOption) (client.ImageInspectResult, error)
 	ImageRemove(ctx context.Context, image string, options client.ImageRemoveOptions) (client.ImageRemoveResult, error)
 	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
+	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
 }
+
+// StartIntervalAPI is the first Engine API version that carries out a
+// healthcheck's start_interval (Docker Engine 25); older engines accept the
+// field and ignore it, checking every interval during start_period too.
+const StartIntervalAPI = "1.44"
 
 // Container is one started container of a stack.
 type Container struct {
@@ -78,6 +85,13 @@ type Stack struct {
 	Gateway string
 	// Containers in start order.
 	Containers []*Container
+	// EngineAPI is the engine's highest API version ("1.41"); empty when
+	// the engine did not say.
+	EngineAPI string
+	// Warnings are what the engine will not carry out of the Compose file
+	// as written (a start_interval on an engine below API 1.44), one
+	// sentence each naming the file's key.
+	Warnings []string
 }
 
 // Names returns the names drill gives the run's network and a service's
@@ -130,6 +144,11 @@ func CreateNetwork(ctx context.Context, cli Docker, project, run string, journal
 		return nil, fmt.Errorf("create network %s: %w", netName, err)
 	}
 	st.NetworkID = nc.ID
+	if v, err := cli.ServerVersion(ctx, client.ServerVersionOptions{}); err == nil {
+		st.EngineAPI = v.APIVersion
+	} else {
+		log.Warn("could not read the engine's API version", "err", err)
+	}
 	ni, err := cli.NetworkInspect(ctx, nc.ID, client.NetworkInspectOptions{})
 	if err == nil {
 		for _, c := range ni.Network.IPAM.Config {
@@ -224,6 +243,10 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) error {
 			hc = &container.HealthConfig{Test: []string{"NONE"}}
 		}
 		cfg.Healthcheck = hc
+		if w := startIntervalIgnored(st.EngineAPI, s.Name, h); w != "" {
+			st.Warnings = append(st.Warnings, w)
+			st.log.Warn(w)
+		}
 	}
 	rp, err := restartPolicy(s.Restart)
 	if err != nil {
@@ -265,6 +288,48 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) error {
 		hc != nil && hc.Healthcheck != nil && len(hc.Healthcheck.Test) > 0 && hc.Healthcheck.Test[0] != "NONE"
 	st.log.Info("container started", "service", s.Name, "container", name, "ip", c.IP, "healthcheck", c.HasHealth)
 	return nil
+}
+
+// startIntervalIgnored returns the warning for a healthcheck whose
+// start_interval the engine of API version api ignores, "" when it
+// carries it out (or the healthcheck sets none, or is disabled). An
+// unknown version warns too: drill cannot tell.
+func startIntervalIgnored(api, service string, h *composefile.Health) string {
+	if h == nil || h.Disable || h.StartInterval <= 0 {
+		return ""
+	}
+	if api != "" && !versionBelow(api, StartIntervalAPI) {
+		return ""
+	}
+	engine := "an engine of unknown API version"
+	if api != "" {
+		engine = "this engine (API " + api + ")"
+	}
+	interval := h.Interval
+	if interval <= 0 {
+		interval = 30 * time.Second // the engine's default
+	}
+	return fmt.Sprintf("services.%s.healthcheck.start_interval: %s is ignored by %s: start_interval needs API %s, so during start_period (%s) the engine checks every interval (%s) instead",
+		service, h.StartInterval, engine, StartIntervalAPI, h.StartPeriod, interval)
+}
+
+// versionBelow reports whether the API version a ("1.41") is below b.
+// A part that is not a number compares as 0.
+func versionBelow(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
 }
 
 // restartPolicy maps Compose's restart value to the engine's policy.

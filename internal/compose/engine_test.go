@@ -115,6 +115,7 @@ func TestStackOnEngine(t *testing.T) {
       interval: 1s
       timeout: 1s
       retries: 2
+      start_interval: 500ms
     labels:
       traefik.http.routers.web.rule: PathPrefix(` + "`/`" + `)
       traefik.http.services.web.loadbalancer.server.port: "8080"
@@ -156,6 +157,14 @@ func TestStackOnEngine(t *testing.T) {
 	}()
 	if !journaled {
 		t.Error("Up did not journal before creating")
+	}
+	// An engine below API 1.44 ignores start_interval: the stack says so.
+	if st.EngineAPI == "" {
+		t.Error("the stack did not read the engine's API version")
+	}
+	wantWarn := st.EngineAPI != "" && versionBelow(st.EngineAPI, StartIntervalAPI)
+	if got := strings.Join(st.Warnings, "\n"); wantWarn != strings.Contains(got, "services.web.healthcheck.start_interval: 500ms is ignored by this engine") {
+		t.Errorf("engine API %s: warnings %q; want a start_interval warning for web: %v", st.EngineAPI, got, wantWarn)
 	}
 	rec := &recorder{}
 	clock := event.NewClock()

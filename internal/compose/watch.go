@@ -26,7 +26,7 @@ const pollEvery = 500 * time.Millisecond
 // of the kinds the local runtime produces, on the run's clock:
 //
 //   - every healthcheck result (the engine's health log) -> ProbeResult
-//     (Probe readiness, OK exit 0, Detail its output, Value seconds taken),
+//     (Probe healthcheck, OK exit 0, Detail its output, Value seconds taken),
 //     at the check's end;
 //   - health status healthy -> PodReady; unhealthy -> PodUnready with
 //     Reason "unhealthy" and Detail the failing streak and last outputs; a
@@ -186,7 +186,7 @@ func (w *Watcher) update(c *Container, in container.InspectResponse) (changed, s
 			}
 			st.lastCheck = r.Start
 			newest = r
-			w.emit(w.at(r.End), c, event.Event{Kind: event.ProbeResult, Probe: event.ProbeReadiness,
+			w.emit(w.at(r.End), c, event.Event{Kind: event.ProbeResult, Probe: event.ProbeHealthcheck,
 				OK: r.ExitCode == 0, Detail: strings.TrimSpace(r.Output), Value: r.End.Sub(r.Start).Seconds()})
 		}
 	}

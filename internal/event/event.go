@@ -90,6 +90,12 @@ const (
 	// EndpointRemoved: the endpoint is gone from every slice (Service, Pod, Address).
 	EndpointRemoved Kind = "endpoint-removed"
 
+	// DependencyAnswered: the first bytes a dependency sent back through a
+	// proxy reached its client (Labels["proxy"]; Value the bytes counted
+	// then). At is when drill saw the proxy's live counter move, at most a
+	// poll (20 ms) after the bytes passed.
+	DependencyAnswered Kind = "dependency-answered"
+
 	// Metric is one sample of a scraped or queried series (Metric, Labels, Value).
 	Metric Kind = "metric"
 	// K8sEvent is a Kubernetes Event about a watched pod (Pod, Reason, Detail).
@@ -107,6 +113,10 @@ const (
 	ProbeStartup   = "startup"
 	ProbeLiveness  = "liveness"
 	ProbeReadiness = "readiness"
+	// ProbeHealthcheck is a container engine's HEALTHCHECK (Compose's
+	// healthcheck): the one check behind `up --wait`, depends_on
+	// service_healthy and, through Traefik, routing.
+	ProbeHealthcheck = "healthcheck"
 )
 
 // Event is one time-stamped observation. At is the offset on the run's

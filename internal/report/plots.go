@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"maps"
 	"math"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -292,9 +293,25 @@ func latencyPlot(name string, s *measure.Series, spans []span, end float64) (Fig
 }
 
 // ratePlot plots a stream's intended and completed requests per second,
-// failures per second and shed responses per second.
+// failures per second and shed responses per second, and 404s per second
+// when the stream got any (a gateway with no route: Traefik's answer for
+// a service without a healthy server).
 func ratePlot(name string, s *measure.Series, spans []span, end float64) (Figure, error) {
-	var intended, done, failed, shed plotter.XYs
+	lines := rateLines(s)
+	p := newPlot("requests of "+name+" per second", "t (s)", "req/s")
+	xys := make([]plotter.XYs, len(lines))
+	for i, l := range lines {
+		xys[i] = l.xys
+	}
+	_, hi := yRange(xys...)
+	y0, y1 := headroom(0, hi, 5, false)
+	return seriesFigure(p, "Throughput: "+name, spans, y0, y1, end, lines...)
+}
+
+// rateLines are the lines of [ratePlot].
+func rateLines(s *measure.Series) []line {
+	var intended, done, failed, shed, notFound plotter.XYs
+	any404 := false
 	for _, b := range s.Buckets {
 		w := b.Width.Seconds()
 		if w <= 0 {
@@ -309,12 +326,15 @@ func ratePlot(name string, s *measure.Series, spans []span, end float64) (Figure
 			n = b.Shed.TotalCount()
 		}
 		shed = append(shed, plotter.XY{X: x, Y: float64(n) / w})
+		nf := b.Codes[http.StatusNotFound]
+		any404 = any404 || nf > 0
+		notFound = append(notFound, plotter.XY{X: x, Y: float64(nf) / w})
 	}
-	p := newPlot("requests of "+name+" per second", "t (s)", "req/s")
-	_, hi := yRange(intended, done, failed, shed)
-	y0, y1 := headroom(0, hi, 5, false)
-	return seriesFigure(p, "Throughput: "+name, spans, y0, y1, end,
-		line{"intended", intended, true}, line{"completed", done, false}, line{"failed", failed, false}, line{"shed (503/429)", shed, false})
+	lines := []line{{"intended", intended, true}, {"completed", done, false}, {"failed", failed, false}, {"shed (503/429)", shed, false}}
+	if any404 {
+		lines = append(lines, line{"not found (404)", notFound, false})
+	}
+	return lines
 }
 
 // readyPlot plots, per service, the replicas ready (Ready condition) and

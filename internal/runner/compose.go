@@ -14,6 +14,7 @@ import (
 	"github.com/drillhq/drill/internal/compose"
 	"github.com/drillhq/drill/internal/composefile"
 	"github.com/drillhq/drill/internal/docker"
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/redact"
@@ -28,6 +29,9 @@ type composeRun struct {
 	stack   *compose.Stack
 	watcher *compose.Watcher
 	gateway *compose.Gateway
+	// warnings are what the engine will not carry out of the Compose file
+	// (file: key: why), for the record's validity warnings.
+	warnings []string
 }
 
 // isCompose reports whether the run brings up a Compose file.
@@ -138,7 +142,16 @@ func (r *run) startCompose(ctx context.Context) error {
 	}
 	cr.gateway = gw
 	r.env.onClose("compose gateway", gw.Close)
-	if err := cr.stack.Start(ctx, p); err != nil {
+	r.watchAnswers(ctx)
+	err = cr.stack.Start(ctx, p)
+	// What the engine ignores of the file is said even when the start
+	// failed: it may be why.
+	for _, w := range cr.stack.Warnings {
+		w = r.sc.ComposePath() + ": " + w
+		cr.warnings = append(cr.warnings, w)
+		r.evlog.Emit(event.Event{At: r.clock.Now(), Kind: event.Note, Source: compose.Source, Detail: w})
+	}
+	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose project %s: %w", p.Name, err))
 	}
 	// The watcher lives until teardown, like the local replicas.
@@ -188,6 +201,58 @@ func (r *run) waitCompose(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// answerPoll is how often [run.watchAnswers] reads the proxies' counters.
+const answerPoll = 20 * time.Millisecond
+
+// watchAnswers records, for each proxy of the scenario, when the first
+// bytes from its upstream reached a client ([event.DependencyAnswered]):
+// the evidence a startup-gate assertion orders the gate's first pass
+// after. It reads the embedded Toxiproxy's live counters every 20 ms until
+// the proxy answered or teardown; a Toxiproxy without live counters gets a
+// note instead (those count a connection's bytes when it closes).
+func (r *run) watchAnswers(ctx context.Context) {
+	tp := r.env.toxiproxy
+	if tp == nil || len(r.sc.Proxies) == 0 {
+		return
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	r.env.onClose("proxy answer watch", func(context.Context) error { cancel(); <-done; return nil })
+	go func() {
+		defer close(done)
+		waiting := map[string]bool{}
+		for _, p := range r.sc.Proxies {
+			waiting[p.Name] = true
+		}
+		t := time.NewTicker(answerPoll)
+		defer t.Stop()
+		for len(waiting) > 0 {
+			for name := range waiting {
+				c, err := tp.Counters(wctx, name)
+				if err != nil || !c.Live {
+					if wctx.Err() == nil {
+						r.evlog.Emit(event.Event{At: r.clock.Now(), Kind: event.Note, Source: "run",
+							Labels: map[string]string{"proxy": name}, Detail: fmt.Sprintf("proxy %s: no live byte counters (%v): when its dependency first answered is not known", name, err)})
+					}
+					delete(waiting, name)
+					continue
+				}
+				if c.Downstream > 0 {
+					r.evlog.Emit(event.Event{At: r.clock.Now(), Kind: event.DependencyAnswered, Source: "run",
+						Labels: map[string]string{"proxy": name}, Value: float64(c.Downstream),
+						Detail: fmt.Sprintf("first bytes from upstream through proxy %s", name)})
+					delete(waiting, name)
+				}
+			}
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }
 
 // composeTargets adds the containers of a compose run's services to ctrs

@@ -76,6 +76,9 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 	rec.Validity.ConnectionErrors = record.CheckConnectionErrors(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
 	if r.env != nil {
 		rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.placement.Warnings()...)
+		if r.env.compose != nil {
+			rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.compose.warnings...)
+		}
 	}
 
 	rec.Cleanup.Verified = revertErr == nil && verifyErr == nil && len(leftovers) == 0
@@ -172,6 +175,9 @@ func (r *run) environmentInfo() record.Environment {
 	if r.env != nil {
 		for name, pg := range r.env.postgres {
 			env.Notes["postgres."+name] = string(pg.Mode)
+		}
+		if c := r.env.compose; c != nil && c.stack != nil && c.stack.EngineAPI != "" {
+			env.Notes["docker.api"] = c.stack.EngineAPI
 		}
 		if r.env.placement != nil {
 			env.Priority = priorityRecord(r.env.placement.Report())

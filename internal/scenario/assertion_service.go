@@ -9,6 +9,7 @@ const (
 	AssertEndpointRemoval AssertionType = "endpoint-removal" // Service, MaxLatency, Percentile optional
 	AssertUnroutable      AssertionType = "unroutable"       // Service, MaxDuration, AfterFaultEnd, Fault
 	AssertDetection       AssertionType = "detection"        // Service, MaxDuration, Fault, Percentile (default p100)
+	AssertStartupGate     AssertionType = "startup-gate"     // Service, Proxy optional; window run
 )
 
 var restartsSpec = AssertionSpec{
@@ -101,6 +102,42 @@ var detectionSpec = AssertionSpec{
 		if !c.faultKnown() {
 			c.errorf("", "a detection assertion needs fault (whose start starts the clock), or a fault:<name> or recovery:<name> window")
 		}
+	},
+}
+
+var startupGateSpec = AssertionSpec{
+	Type:   AssertStartupGate,
+	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "proxy"}},
+	Doc: "Checks the service's startup gate (ADR 0077 /startupz: failing until every " +
+		"readiness check passed once, then passing for the life of the process) from " +
+		"its gate checks: the startup probe's results, or in a compose environment the " +
+		"container's healthcheck results. It passes when every replica process of the " +
+		"service passed the gate, those up before load did so before t=0 (the " +
+		"`up --wait`-style readiness), and no gate check of a process failed after its " +
+		"first pass. With proxy, each replica's first pass before load must also come " +
+		"after the first bytes the dependency sent back through that proxy (drill " +
+		"watches the embedded Toxiproxy's live counters): a gate that opens before its " +
+		"dependency ever answered fails it. It judges the whole run, bring-up included " +
+		"(window run).",
+	Example: `- type: startup-gate
+  service: order-gateway
+  proxy: postgres
+  window: run`,
+	check: func(c *assertionCheck) {
+		if c.a.Window != WindowRun {
+			c.errorf("window", "a startup-gate assertion judges the whole run, bring-up included: window %s, not %q", WindowRun, c.a.Window)
+		}
+		if c.a.Proxy == "" {
+			return
+		}
+		var names []string
+		for _, p := range c.v.s.Proxies {
+			if p.Name == c.a.Proxy {
+				return
+			}
+			names = append(names, p.Name)
+		}
+		c.errorf("proxy", "no proxy named %q%s", c.a.Proxy, knownNames(names))
 	},
 }
 

@@ -61,6 +61,7 @@ var assertionSpecs = []*AssertionSpec{
 	&endpointRemovalSpec,
 	&unroutableSpec,
 	&detectionSpec,
+	&startupGateSpec,
 	&latencyAssertionSpec,
 	&errorRateSpec,
 	&throughputSpec,

@@ -993,6 +993,9 @@ type Assertion struct {
 	// AfterFaultEnd counts only the unroutable time after the fault ended
 	// (unroutable); default false: all of it in the window.
 	AfterFaultEnd *bool `yaml:"afterFaultEnd,omitempty" json:"afterFaultEnd,omitempty"`
+	// Proxy names the proxy the service reaches its dependency through,
+	// whose first answer the startup gate must wait for (startup-gate).
+	Proxy string `yaml:"proxy,omitempty" json:"proxy,omitempty"`
 
 	// MaxP99Ratio bounds the window p99 / baseline p99 (isolation).
 	MaxP99Ratio *float64 `yaml:"maxP99Ratio,omitempty" json:"maxP99Ratio,omitempty"`

@@ -84,6 +84,7 @@ var fieldDocs = map[string]string{
 	"Assertion.name":                        "Name is unique; it names the JUnit test case. Default: type-window.",
 	"Assertion.op":                          "Op compares the metric with Value: <, <=, >, >=, ==, !=.",
 	"Assertion.percentile":                  "Percentile for latency and endpoint-removal (default p99), and over the replicas' detection times for detection (default p100: the last replica).",
+	"Assertion.proxy":                       "Proxy names the proxy the service reaches its dependency through, whose first answer the startup gate must wait for (startup-gate).",
 	"Assertion.retryAfter":                  "RetryAfter requires every shed response to carry Retry-After (shed).",
 	"Assertion.service":                     "Service names a service (restarts, endpoint-removal, flaps, ready).",
 	"Assertion.source":                      "Source names a spec clause this assertion proves (e.g. INV-BH-02).",

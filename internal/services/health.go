@@ -77,6 +77,9 @@ type Health struct {
 	checkUp      *prometheus.GaugeVec
 	startedGauge prometheus.GaugeFunc
 	watchdogAge  prometheus.GaugeFunc
+	// The same two series under ADR 0077's names.
+	adrCheckUp *prometheus.GaugeVec
+	adrStarted prometheus.GaugeFunc
 }
 
 // NewHealth returns a Health. gate is the start-up precondition (e.g. "the
@@ -99,6 +102,19 @@ func NewHealth(logger *slog.Logger, wd *Watchdog, gate func() error, checks ...C
 		}
 		return 0
 	})
+	h.adrCheckUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mowdeck_readiness_check_up",
+		Help: "ADR 0077's name of refsvc_readiness_check_up: 1 if the readiness check passed at its last evaluation, else 0.",
+	}, []string{"check"})
+	h.adrStarted = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mowdeck_service_started",
+		Help: "ADR 0077's name of refsvc_started: 1 once every readiness check has passed once, else 0.",
+	}, func() float64 {
+		if h.started.Load() {
+			return 1
+		}
+		return 0
+	})
 	h.watchdogAge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "refsvc_watchdog_age_seconds",
 		Help: "Seconds since the liveness watchdog last kicked.",
@@ -108,7 +124,7 @@ func NewHealth(logger *slog.Logger, wd *Watchdog, gate func() error, checks ...C
 
 // Collectors returns the health metrics to register.
 func (h *Health) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{h.checkUp, h.startedGauge, h.watchdogAge}
+	return []prometheus.Collector{h.checkUp, h.startedGauge, h.watchdogAge, h.adrCheckUp, h.adrStarted}
 }
 
 // Started reports whether the service has started (ADR 0077).
@@ -134,13 +150,14 @@ func (h *Health) Evaluate(ctx context.Context) (bool, []CheckResult) {
 			t0 := time.Now()
 			err := c.Run(ctx)
 			r := CheckResult{Name: c.Name, OK: err == nil, MS: float64(time.Since(t0).Microseconds()) / 1000}
+			up := 1.0
 			if err != nil {
 				r.Error = err.Error()
 				ok = false
-				h.checkUp.WithLabelValues(c.Name).Set(0)
-			} else {
-				h.checkUp.WithLabelValues(c.Name).Set(1)
+				up = 0
 			}
+			h.checkUp.WithLabelValues(c.Name).Set(up)
+			h.adrCheckUp.WithLabelValues(c.Name).Set(up)
 			results = append(results, r)
 		}
 	}
@@ -183,6 +200,34 @@ func (h *Health) TryStart(ctx context.Context) bool {
 		}
 	}
 	return h.started.Load()
+}
+
+// DefaultReadinessInterval is how often [Health.RunInterval] evaluates
+// readiness by default: 30 s (ADR 0077, MOWDECK_READINESS_INTERVAL_SECONDS).
+const DefaultReadinessInterval = 30 * time.Second
+
+// RunInterval evaluates readiness every interval until ctx is done; call
+// it once the service has started ([Health.WaitStarted]). ADR 0077
+// "Dependency trouble is still visible, just no longer through routing":
+// each evaluation sets
+// the readiness_check_up gauges and logs "service not ready" with the
+// failing checks, and "service ready again" on recovery. It runs on the
+// caller's goroutine; interval <= 0 returns at once (the ADR's 0 turns it
+// off).
+func (h *Health) RunInterval(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			h.Evaluate(ctx)
+		}
+	}
 }
 
 // Register adds the three endpoints to mux.

@@ -85,8 +85,15 @@ func (p *ProbeConn) closeLocked() {
 
 // PoolOptions sizes a request pool.
 type PoolOptions struct {
-	// MaxConns is the pool's ceiling; required, > 0.
+	// MaxConns is the pool's size: connections kept open once opened;
+	// required, > 0.
 	MaxConns int32
+	// Overflow is how many connections beyond MaxConns the pool opens
+	// while all of them are busy, closed again when released while
+	// MaxConns connections are already idle (SQLAlchemy's max_overflow; ADR
+	// 0077's pool size + overflow budget, "5 + 5"); default 0. The pool
+	// never holds more than MaxConns + Overflow connections.
+	Overflow int32
 	// ConnectTimeout bounds each dial (TCP and PostgreSQL start-up);
 	// default 2s. A dial through a stalled proxy otherwise hangs.
 	ConnectTimeout time.Duration
@@ -103,7 +110,8 @@ type PoolOptions struct {
 
 // OpenPool parses dsn and opens a pgxpool with opts, then pings it once
 // within ctx so a caller knows the database answers. Connections are
-// created lazily up to MaxConns. The pool is closed again on error.
+// created lazily up to MaxConns + Overflow. The pool is closed again on
+// error.
 func OpenPool(ctx context.Context, dsn string, opts PoolOptions) (*pgxpool.Pool, error) {
 	if opts.MaxConns <= 0 {
 		return nil, errors.New("open pool: MaxConns must be > 0")
@@ -112,7 +120,17 @@ func OpenPool(ctx context.Context, dsn string, opts PoolOptions) (*pgxpool.Pool,
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	cfg.MaxConns = opts.MaxConns
+	if opts.Overflow < 0 {
+		return nil, errors.New("open pool: Overflow must be >= 0")
+	}
+	cfg.MaxConns = opts.MaxConns + opts.Overflow
+	var pool *pgxpool.Pool
+	if opts.Overflow > 0 {
+		size := opts.MaxConns
+		// Called after a release, before the connection is idle again: an
+		// overflow connection goes when the pool's size is idle already.
+		cfg.AfterRelease = func(*pgx.Conn) bool { return pool.Stat().IdleConns() < size }
+	}
 	warm := min(max(opts.WarmConns, 0), opts.MaxConns)
 	ct := opts.ConnectTimeout
 	if ct <= 0 {
@@ -122,7 +140,7 @@ func OpenPool(ctx context.Context, dsn string, opts PoolOptions) (*pgxpool.Pool,
 	if opts.Name != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = opts.Name
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool %s: %w", opts.Name, err)
 	}

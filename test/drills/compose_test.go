@@ -15,6 +15,7 @@ import (
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/compose"
 	"github.com/drillhq/drill/internal/docker"
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/testutil/testproc"
@@ -127,8 +128,63 @@ func TestComposeDrillPair(t *testing.T) {
 			}
 			if c.failedRight != nil {
 				c.failedRight(t, run)
+			} else {
+				startupGatePassed(t, run)
 			}
+			throughDrillsProxy(t, run)
 		})
+	}
+}
+
+// startupGatePassed checks the correct build's startup gate: the
+// startup-gate assertion passed, and the container turned healthy (drill's
+// up --wait) before t=0 and after PostgreSQL first answered it through the
+// postgres proxy.
+func startupGatePassed(t *testing.T, run *record.Run) {
+	t.Helper()
+	if r := mustResult(t, run, "startup-gate-once"); r.Verdict != assert.Pass {
+		t.Errorf("startup-gate-once: %s (%s), want PASS", r.Verdict, r.Message)
+	}
+	answered, healthy := time.Duration(0), time.Duration(0)
+	haveAnswer, haveHealthy := false, false
+	for _, e := range run.Events {
+		switch {
+		case e.Kind == event.DependencyAnswered && e.Labels["proxy"] == "postgres" && !haveAnswer:
+			answered, haveAnswer = e.At, true
+		case e.Kind == event.PodReady && e.Service == "order-gateway" && !haveHealthy:
+			healthy, haveHealthy = e.At, true
+		}
+	}
+	switch {
+	case !haveHealthy:
+		t.Error("no pod-ready event of order-gateway: the container never turned healthy")
+	case healthy >= 0:
+		t.Errorf("order-gateway turned healthy at %s, after t=0: up --wait did not wait for it", assert.FormatOffset(healthy))
+	case haveAnswer && healthy < answered:
+		t.Errorf("order-gateway turned healthy at %s, before PostgreSQL first answered it (%s)", assert.FormatOffset(healthy), assert.FormatOffset(answered))
+	}
+}
+
+// throughDrillsProxy checks the container reached PostgreSQL through
+// drill's embedded Toxiproxy, listening on the project network's gateway:
+// the proxy saw PostgreSQL answer before t=0, and the latency fault was
+// applied to it.
+func throughDrillsProxy(t *testing.T, run *record.Run) {
+	t.Helper()
+	answered, faulted := false, false
+	for _, e := range run.Events {
+		if e.Kind == event.DependencyAnswered && e.Labels["proxy"] == "postgres" && e.At < 0 {
+			answered = true
+		}
+		if e.Kind == event.FaultOn && e.Fault == "overload" {
+			faulted = true
+		}
+	}
+	if !answered {
+		t.Error("no dependency-answered event of proxy postgres before t=0: the container did not reach PostgreSQL through drill's proxy")
+	}
+	if !faulted {
+		t.Error("no fault-on event of overload: the latency was not applied to the proxy")
 	}
 }
 

@@ -45,6 +45,9 @@ const (
 	Unlimited = -1
 	// NoTimeout as DBTimeout: no deadline of the service's own.
 	NoTimeout time.Duration = -1
+	// NoInterval as ReadinessInterval: no readiness evaluation of the
+	// service's own (only when asked on /readyz).
+	NoInterval time.Duration = -1
 )
 
 // Config configures an order-gateway. Zero fields take the defaults given
@@ -54,10 +57,26 @@ type Config struct {
 	Build services.Build
 	// DatabaseURL is the PostgreSQL DSN (URL or key=value); required.
 	DatabaseURL string
-	// PoolSize is the request pool's maximum connections, all opened at
-	// start; default 8 (3 replicas x 8 keep PostgreSQL on 2 cores busy
+	// PoolSize is the request pool's size: connections opened at start and
+	// kept; default 8 (3 replicas x 8 keep PostgreSQL on 2 cores busy
 	// without thrashing).
 	PoolSize int32
+	// PoolOverflow is how many connections beyond PoolSize the request pool
+	// opens while every pooled one is busy, closed again once PoolSize are
+	// idle (ADR 0077: "the database pools are bounded and budgeted",
+	// MOWDECK_DATABASE_POOL_SIZE + MOWDECK_DATABASE_MAX_OVERFLOW, default 5
+	// + 5 there); default 0. A replica holds at most PoolSize +
+	// PoolOverflow request connections plus the readiness connection (the
+	// correct build's), which is the budget it logs at start against the
+	// database's max_connections.
+	PoolOverflow int32
+	// ReadinessInterval is how often the correct build evaluates its
+	// readiness checks after it has started, logging "service not ready"
+	// with the failing checks and "service ready again", and setting the
+	// readiness_check_up gauges (ADR 0077,
+	// MOWDECK_READINESS_INTERVAL_SECONDS); 0 means the default, 30s;
+	// negative ([NoInterval]) turns it off. The naive build has none.
+	ReadinessInterval time.Duration
 	// MaxInFlight bounds concurrent POST /orders; beyond it requests get
 	// 503 at once (ERR_ORDER_OVERLOADED). Negative means unlimited; 0
 	// means the build's default: 1024 (correct: about a replica's peak
@@ -127,6 +146,9 @@ func (c *Config) SetDefaults() {
 	case c.DBTimeout == 0:
 		c.DBTimeout = DefaultDBTimeout
 	}
+	if c.ReadinessInterval == 0 {
+		c.ReadinessInterval = services.DefaultReadinessInterval
+	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = DefaultReadyTimeout
 	}
@@ -149,6 +171,9 @@ func (c Config) Validate() error {
 	errs := services.ValidateBase(c.Build, c.DatabaseURL)
 	if c.PoolSize < 1 {
 		errs = append(errs, fmt.Errorf("--pool-size: must be >= 1, got %d", c.PoolSize))
+	}
+	if c.PoolOverflow < 0 {
+		errs = append(errs, fmt.Errorf("--pool-overflow: must be >= 0, got %d", c.PoolOverflow))
 	}
 	if c.MaxBatch < 1 {
 		errs = append(errs, fmt.Errorf("--max-batch: must be >= 1, got %d", c.MaxBatch))

@@ -31,6 +31,20 @@
 //   - /healthz/ready: SELECT 1 on a dedicated connection (never one of the
 //     request pool), 250 ms timeout, plus work-queue pressure. The tax or
 //     any third-party API is never part of it (INV-HLT-03).
+//   - ADR 0077 serves the same three as /startupz, /healthz and /readyz.
+//     Once started, the checks also run every ReadinessInterval (30 s) on
+//     their own, logging "service not ready" with the failing checks and
+//     "service ready again", and setting mowdeck_readiness_check_up{check}
+//     beside mowdeck_service_started.
+//
+// # Pool budget (ADR 0077)
+//
+// The request pool is bounded: PoolSize connections opened at start and
+// kept, plus up to PoolOverflow more while every one is busy, closed again
+// once PoolSize are idle (the ADR's size + overflow, "5 + 5"). With the
+// readiness connection a replica holds at most PoolSize + PoolOverflow + 1
+// connections; it logs that budget against PostgreSQL's max_connections
+// once started.
 //
 // # Pressure and ADR 0077 (decision)
 //
@@ -235,8 +249,19 @@ func (s *Service) registerMetrics() {
 			return 0
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "orders_db_pool_max_conns", Help: "Request pool size.",
+			Name: "orders_db_pool_max_conns", Help: "Request pool size (kept connections).",
 		}, func() float64 { return float64(s.cfg.PoolSize) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "orders_db_pool_overflow_conns", Help: "Request pool overflow: connections beyond the size opened while all are busy.",
+		}, func() float64 { return float64(s.cfg.PoolOverflow) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "orders_db_pool_total_conns", Help: "Request pool connections open now (at most size + overflow).",
+		}, func() float64 {
+			if p := s.pool.Load(); p != nil {
+				return float64(p.Stat().TotalConns())
+			}
+			return 0
+		}),
 		collectors.NewGoCollector(),
 	)
 	s.reg.MustRegister(s.health.Collectors()...)
@@ -284,7 +309,7 @@ func (s *Service) startUp(ctx context.Context) {
 			return err
 		}
 		s.pool.Store(pool)
-		s.logger.Info("request pool open", "maxConns", s.cfg.PoolSize)
+		s.logger.Info("request pool open", "poolSize", s.cfg.PoolSize, "poolOverflow", s.cfg.PoolOverflow)
 		return nil
 	})
 	if !opened {
@@ -297,14 +322,46 @@ func (s *Service) startUp(ctx context.Context) {
 	if s.cfg.Build == services.BuildNaive {
 		return
 	}
-	s.health.WaitStarted(ctx)
+	if !s.health.WaitStarted(ctx) {
+		return
+	}
+	s.logBudget(ctx)
+	if s.cfg.ReadinessInterval > 0 {
+		s.logger.Info("readiness interval", "every", s.cfg.ReadinessInterval)
+		s.health.RunInterval(ctx, s.cfg.ReadinessInterval)
+	}
+}
+
+// logBudget logs the replica's connection budget (request pool size +
+// overflow, plus the readiness connection) against the database's
+// max_connections, and warns when one replica alone exceeds it.
+func (s *Service) logBudget(ctx context.Context) {
+	per := int(s.cfg.PoolSize) + int(s.cfg.PoolOverflow) + 1
+	attrs := []any{"poolSize", s.cfg.PoolSize, "poolOverflow", s.cfg.PoolOverflow, "readiness", 1, "perReplica", per}
+	pool := s.pool.Load()
+	if pool == nil {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var maxConns int
+	if err := pool.QueryRow(qctx, "SELECT current_setting('max_connections')::int").Scan(&maxConns); err != nil {
+		s.logger.Info("database connection budget", append(attrs, "maxConnections", "unknown: "+err.Error())...)
+		return
+	}
+	attrs = append(attrs, "maxConnections", maxConns)
+	if per > maxConns {
+		s.logger.Warn("database connection budget exceeds max_connections", attrs...)
+		return
+	}
+	s.logger.Info("database connection budget", attrs...)
 }
 
 func (s *Service) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	pool, err := services.OpenPool(ctx, s.cfg.DatabaseURL, services.PoolOptions{
-		MaxConns: s.cfg.PoolSize, WarmConns: s.cfg.PoolSize, ConnectTimeout: 2 * time.Second, Name: Name,
+		MaxConns: s.cfg.PoolSize, Overflow: s.cfg.PoolOverflow, WarmConns: s.cfg.PoolSize, ConnectTimeout: 2 * time.Second, Name: Name,
 	})
 	if err != nil {
 		return nil, err
