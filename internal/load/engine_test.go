@@ -371,6 +371,7 @@ func TestClassify(t *testing.T) {
 		`Get "http://x": dial tcp 192.0.2.1:80: connect: no route to host`:                           measure.ErrUnreachable,
 		`Get "http://x": context deadline exceeded; ` + noConnection:                                 measure.ErrDialTimeout,
 		`Get "http://x": something else`:                                                             measure.ErrOther,
+		`Get "http://127.0.0.1:5/": dial tcp 127.0.0.1:5: socket: too many open files`:               measure.ErrGeneratorFiles,
 	} {
 		if got := classify(msg); got != want {
 			t.Errorf("classify(%q) = %s, want %s", msg, got, want)

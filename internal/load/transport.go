@@ -27,10 +27,15 @@ const noConnection = "no connection was made within the timeout"
 // a measure error kind. vegeta only keeps the error text, so this matches
 // the messages of net/http and the kernel: a failed dial ("dial tcp ...")
 // is refused, a dial timeout or unreachable; a closed connection ("EOF")
-// counts as a reset.
+// counts as a reset; a socket drill could not open for want of file
+// descriptors ("too many open files") is the generator's own failure.
 func classify(msg string) string {
 	m := strings.ToLower(msg)
 	switch {
+	case strings.Contains(m, "too many open files"):
+		// EMFILE (this process) or ENFILE (the system): drill could not
+		// open the socket; the target never saw the request.
+		return measure.ErrGeneratorFiles
 	case strings.Contains(m, noConnection):
 		return measure.ErrDialTimeout
 	case strings.Contains(m, "connection refused"):

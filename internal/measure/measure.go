@@ -66,9 +66,20 @@ const (
 	// ErrUnreachable: the connection could not be opened for another
 	// reason (no route, network unreachable, unknown host).
 	ErrUnreachable = "unreachable"
+	// ErrGeneratorFiles: drill itself could not open a socket for the
+	// request: its process reached its open-file limit (EMFILE or ENFILE).
+	// The request never reached the target, so this is the generator's
+	// failure, not the system's: it makes the measurement invalid
+	// ([GeneratorFailures]) and is neither a connection-level error nor a
+	// target error in any judgement.
+	ErrGeneratorFiles = "generator-out-of-files"
 	// ErrOther: anything else.
 	ErrOther = "other"
 )
+
+// GeneratorFailures counts b's requests that the generator itself failed
+// to send ([ErrGeneratorFiles]).
+func (b *Bucket) GeneratorFailures() int64 { return b.Errors[ErrGeneratorFiles] }
 
 // ConnectionLevel reports whether an error kind means the request never
 // reached a server's HTTP handling: refused, unreachable, dial timeout, or

@@ -355,6 +355,47 @@ func CheckLag(sc *scenario.Scenario, series map[string]*measure.Series, from, to
 	return out
 }
 
+// CheckGenerator returns a problem (for Validity.Problems) per stream
+// whose generator could not send some of its requests over [from, to)
+// because drill ran out of file descriptors (measure.ErrGeneratorFiles),
+// sorted by stream; limit is the process's open-file limit (0: unknown).
+// Those requests never reached the target, so no verdict on the target
+// can rest on them.
+func CheckGenerator(series map[string]*measure.Series, from, to time.Duration, limit uint64) []string {
+	names := make([]string, 0, len(series))
+	for n := range series {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	lim := ""
+	if limit > 0 {
+		lim = fmt.Sprintf(" (open-file limit %d)", limit)
+	}
+	var out []string
+	for _, n := range names {
+		s := series[n]
+		if s == nil {
+			continue
+		}
+		var failed int64
+		first := time.Duration(-1)
+		for _, b := range s.Buckets {
+			if !b.Within(from, to) || b.GeneratorFailures() == 0 {
+				continue
+			}
+			failed += b.GeneratorFailures()
+			if first < 0 {
+				first = b.Start
+			}
+		}
+		if failed > 0 {
+			out = append(out, fmt.Sprintf("stream %q: drill ran out of file descriptors%s and could not send %d requests, the first due in t=%s..%s: they never reached the target; raise the limit (ulimit -n 65536) or lower the stream's maxWorkers or timeout (each request in flight holds a connection)",
+				n, lim, failed, first, first+time.Second))
+		}
+	}
+	return out
+}
+
 // ScenarioDigest returns "sha256:" and the hex SHA-256 of the canonical
 // form of s: its redacted JSON encoding (map keys sorted, secrets
 // replaced, so a rotated token does not change it) without what only

@@ -150,6 +150,7 @@ func Recover(dir string) (*Run, error) {
 		to := min(r.Plan.Duration, measured)
 		r.Validity.LoadBehind = CheckLag(r.Scenario, r.Series, r.Plan.Warmup, to)
 		r.Validity.ConnectionErrors = CheckConnectionErrors(r.Scenario, r.Series, r.Plan.Warmup, to)
+		r.Validity.Problems = append(r.Validity.Problems, CheckGenerator(r.Series, r.Plan.Warmup, to, 0)...)
 	}
 	r.ExitCode, r.Error = ExitCouldNotRun, ""
 	return r, nil

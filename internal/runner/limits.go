@@ -26,3 +26,13 @@ func tuneProcess(log *slog.Logger) {
 		debug.SetGCPercent(400)
 	}
 }
+
+// openFileLimit is the process's open-files soft limit, 0 when it cannot
+// be read.
+func openFileLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return lim.Cur
+}

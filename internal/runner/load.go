@@ -164,8 +164,11 @@ func runLoad(ctx context.Context, opts LoadOptions, streams []scenario.Stream, d
 	if err := eng.Validity(); err != nil {
 		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %w", err))
 	}
-	if bad := record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, total); len(bad) > 0 {
-		v := record.Validity{ConnectionErrors: bad}
+	v := record.Validity{
+		ConnectionErrors: record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, total),
+		Problems:         record.CheckGenerator(series, 0, total, openFileLimit()),
+	}
+	if !v.Valid() {
 		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %s", v.Summary()))
 	}
 	if ctx.Err() != nil {

@@ -117,8 +117,9 @@ func runWorkersLoad(ctx context.Context, opts LoadOptions, sc *scenario.Scenario
 	v := record.Validity{
 		LoadBehind:       record.CheckLag(&scenario.Scenario{Streams: streams}, series, 0, total),
 		ConnectionErrors: record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, total),
+		Problems:         record.CheckGenerator(series, 0, total, 0),
 	}
-	if len(v.LoadBehind)+len(v.ConnectionErrors) > 0 {
+	if !v.Valid() {
 		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %s", v.Summary()))
 	}
 	return nil
