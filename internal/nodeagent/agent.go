@@ -148,7 +148,7 @@ type Agent struct {
 	refs   refGetter
 	// kubelet serves the kubelet API (containerLogs).
 	kubelet *kubeletServer
-	tmpDir string
+	tmpDir  string
 
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
