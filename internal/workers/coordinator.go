@@ -1,6 +1,8 @@
 package workers
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -433,7 +435,12 @@ func (c *Coordinator) follow(ctx context.Context, ns, pod string, idx int, read 
 		return
 	}
 	defer rc.Close()
-	err = measure.ReadJournal(rc, measure.JournalReader{
+	// A pod's log holds its stderr too (a kubelet serves both streams as
+	// one): the worker's own log lines are passed over.
+	jl := &journalLines{br: bufio.NewReaderSize(rc, 64<<10), other: func(line []byte) {
+		c.Log.Debug("load worker says", "worker", idx, "line", strings.TrimSpace(string(line)))
+	}}
+	err = measure.ReadJournal(jl, measure.JournalReader{
 		Second: func(stream string, b *measure.Bucket) error {
 			read.Store(time.Now().UnixNano())
 			if !send(msg{worker: idx, stream: stream, bucket: b}) {
@@ -501,4 +508,37 @@ func DeleteJob(ctx context.Context, cs kubernetes.Interface, ns, name, runID str
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// journalLines reads the journal lines (JSON objects, one a line) of a
+// pod's log and hands every other line to other: a kubelet serves a
+// container's stdout and stderr as one stream, and the worker logs on
+// stderr.
+type journalLines struct {
+	br      *bufio.Reader
+	pending []byte
+	other   func(line []byte)
+}
+
+// Read implements io.Reader.
+func (j *journalLines) Read(p []byte) (int, error) {
+	for len(j.pending) == 0 {
+		line, err := j.br.ReadBytes('\n')
+		if len(line) > 0 {
+			if t := bytes.TrimLeft(line, " \t"); len(t) > 0 && t[0] == '{' {
+				j.pending = line
+			} else if len(bytes.TrimSpace(line)) > 0 {
+				j.other(line)
+			}
+		}
+		if err != nil {
+			if len(j.pending) == 0 {
+				return 0, err
+			}
+			break
+		}
+	}
+	n := copy(p, j.pending)
+	j.pending = j.pending[n:]
+	return n, nil
 }
