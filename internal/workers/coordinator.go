@@ -92,6 +92,10 @@ type WorkerReport struct {
 	Late time.Duration
 	// Sent and LateRequests are the worker's own totals.
 	Sent, LateRequests int64
+	// LagP99 and LagMax are the 99th percentile and the maximum of the
+	// dispatch lag (actual minus intended send time) of the requests the
+	// worker reported, over all its streams and seconds; 0 before any.
+	LagP99, LagMax time.Duration
 	// Done says the worker said it finished its schedule.
 	Done bool
 	// Failed says the worker failed (Error says how); a worker neither
@@ -126,6 +130,8 @@ type workerState struct {
 	read   *atomic.Int64
 	ended  bool // its log stream ended
 	failed error
+	// total merges every second the worker reported (for its lag).
+	total *measure.Bucket
 }
 
 // msg is what a log follower sends the coordinator's loop.
@@ -185,10 +191,11 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 
 	ws := make([]*workerState, spec.Workers)
 	for i := range ws {
-		ws[i] = &workerState{WorkerReport: WorkerReport{Index: i}, read: new(atomic.Int64)}
+		ws[i] = &workerState{WorkerReport: WorkerReport{Index: i}, read: new(atomic.Int64), total: measure.NewBucket(0, 0)}
 	}
 	defer func() {
 		for _, w := range ws {
+			w.LagP99, w.LagMax = measure.Quantile(w.total.Lag, 99), measure.Quantile(w.total.Lag, 100)
 			res.Workers = append(res.Workers, w.WorkerReport)
 		}
 	}()
@@ -226,6 +233,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 			w := ws[m.worker]
 			switch {
 			case m.bucket != nil:
+				w.total.Merge(m.bucket) // before the merger, which keeps and merges into it
 				if err := mrg.add(m.worker, m.stream, m.bucket); err != nil {
 					return res, fmt.Errorf("workers: hand on a merged second: %w", err)
 				}
