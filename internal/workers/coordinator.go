@@ -224,7 +224,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 		}
 		return true
 	}
-	c.listPods(ctx, job.Namespace, spec.RunID, ws, follow, msgs, fail)
+	c.listPods(ctx, job.Namespace, spec.RunID, ws, mrg, follow, msgs, fail)
 	for !finished() && len(fails) == 0 {
 		select {
 		case <-ctx.Done():
@@ -251,7 +251,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 				}
 			}
 		case <-poll.C:
-			c.listPods(ctx, job.Namespace, spec.RunID, ws, follow, msgs, fail)
+			c.listPods(ctx, job.Namespace, spec.RunID, ws, mrg, follow, msgs, fail)
 			c.checkJob(ctx, job.Namespace, job.Name, ws, mrg, fail)
 			now := time.Now()
 			for _, w := range ws {
@@ -341,7 +341,7 @@ func (c *Coordinator) status(w *workerState, s *Status, fail func(*workerState, 
 // listPods lists the run's pods, starts following the log of each pod
 // whose container has started, and fails workers whose pod failed or
 // vanished before they were done.
-func (c *Coordinator) listPods(ctx context.Context, ns, runID string, ws []*workerState, follow context.Context, msgs chan<- msg, fail func(*workerState, string, ...any)) {
+func (c *Coordinator) listPods(ctx context.Context, ns, runID string, ws []*workerState, m *merger, follow context.Context, msgs chan<- msg, fail func(*workerState, string, ...any)) {
 	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: RunSelector(runID)})
 	if err != nil {
 		c.Log.Warn("list the workers' pods", "err", err)
@@ -372,7 +372,7 @@ func (c *Coordinator) listPods(ctx context.Context, ns, runID string, ws []*work
 			go c.follow(follow, ns, pod.Name, idx, w.read, msgs)
 		}
 		if pod.Status.Phase == corev1.PodFailed && !w.Done {
-			fail(w, "worker %d (pod %s) failed at t=%s: %s", idx, pod.Name, w.lastAt.Truncate(time.Second), podReason(pod))
+			fail(w, "worker %d (pod %s) failed at t=%s: %s (%s)", idx, pod.Name, w.lastAt.Truncate(time.Second), podReason(pod), c.lastReported(m, w))
 		}
 	}
 	for i, w := range ws {

@@ -277,15 +277,17 @@ func TestWorkersDrill(t *testing.T) {
 }
 
 // TestWorkersDrillKilledWorker: a worker process killed mid-run (SIGKILL,
-// as an OOM kill would) makes drill load exit 4 naming that worker; the
-// Job and its pods are deleted all the same.
+// as an OOM kill would) makes drill load exit 4 naming that worker, its
+// pod and the last second it reported; the Job and its pods are deleted
+// all the same.
 func TestWorkersDrillKilledWorker(t *testing.T) {
 	e := requireEnv(t)
 	url := stubTarget(t)
 	r := e.startLoad(t, workersScenario(t, url, 3, 20*time.Second), 15*time.Second)
 	runID, t0, pods := e.workerPods(t, 3, 2*time.Minute, r.p)
-	// Kill worker 1 three seconds into the load.
-	time.Sleep(time.Until(t0.Add(3 * time.Second)))
+	// Kill worker 1 eight seconds into the load: a second closes 4 s after
+	// it ends (the 2 s timeout plus 2 s), so it has reported t=0..3 by then.
+	time.Sleep(time.Until(t0.Add(8 * time.Second)))
 	cid := pods[1].Status.ContainerStatuses[0].ContainerID
 	pid, err := strconv.Atoi(strings.TrimPrefix(cid, "drill://"))
 	if err != nil || pid <= 1 {
@@ -303,8 +305,9 @@ func TestWorkersDrillKilledWorker(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^worker 1  FAILED`).MatchString(out) {
 		t.Errorf("stdout does not say worker 1 FAILED:\n%s", out)
 	}
-	if !strings.Contains(string(stderr), "worker 1 (pod "+pods[1].Name+")") {
-		t.Errorf("stderr does not name worker 1 and its pod %s:\n%s", pods[1].Name, r.p.tail(20))
+	named := regexp.MustCompile(`worker 1 \(pod ` + regexp.QuoteMeta(pods[1].Name) + `\) (stopped|failed) at t=\d+s: .*its last second was t=\d+s`)
+	if !named.Match(stderr) {
+		t.Errorf("stderr does not name worker 1, its pod %s and its last second:\n%s", pods[1].Name, r.p.tail(20))
 	}
 	e.requireRunGone(t, runID)
 }
@@ -337,6 +340,7 @@ func TestWorkersDrillCleanupAfterSIGKILL(t *testing.T) {
 		t.Fatalf("drill cleanup did not end:\n%s", p.tail(20))
 	}
 	out, _ := os.ReadFile(p.stdout)
+	t.Logf("drill cleanup:\n%s", out)
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("drill cleanup: exit %d\n%s\n%s", code, out, p.tail(20))
 	}
