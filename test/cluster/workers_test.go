@@ -319,7 +319,9 @@ func TestWorkersDrillCleanupAfterSIGKILL(t *testing.T) {
 	e := requireEnv(t)
 	url := stubTarget(t)
 	r := e.startLoad(t, workersScenario(t, url, 3, 60*time.Second), 15*time.Second)
-	runID, _, _ := e.workerPods(t, 3, 2*time.Minute, r.p)
+	begin := time.Now()
+	runID, _, pods := e.workerPods(t, 3, 2*time.Minute, r.p)
+	t.Logf("run %s: 3 worker pods running %s after drill load started (%s, %s, %s)", runID, time.Since(begin).Round(time.Millisecond), pods[0].Name, pods[1].Name, pods[2].Name)
 	if err := r.p.stop(syscall.SIGKILL, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
