@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -99,7 +101,7 @@ func runAgent(cmd *cobra.Command, g *Globals, f agentFlags) error {
 	}
 	agent, err := nodeagent.New(nodeagent.Config{
 		Client: cs, Node: f.node, Namespace: g.Namespace, Services: routes,
-		Executable: exe, LogDir: f.logDir, KubeletListen: f.kubelet, Log: g.Logger.With("component", "agent"),
+		Executable: exe, LogDir: f.logDir, KubeletListen: f.kubelet, APIServer: apiHostPort(cfg.Rest.Host), Log: g.Logger.With("component", "agent"),
 	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, err)
@@ -118,6 +120,28 @@ func runAgent(cmd *cobra.Command, g *Globals, f agentFlags) error {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill agent: %w", err))
 	}
 	return nil
+}
+
+// apiHostPort is host:port of a rest.Config Host (a URL or host:port);
+// "" when it has no port and no https/http scheme to imply one.
+func apiHostPort(host string) string {
+	u, err := url.Parse(host)
+	if err != nil || u.Host == "" {
+		if _, _, err := net.SplitHostPort(host); err == nil {
+			return host
+		}
+		return ""
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	switch u.Scheme {
+	case "https":
+		return net.JoinHostPort(u.Hostname(), "443")
+	case "http":
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return ""
 }
 
 func scope(ns string) string {

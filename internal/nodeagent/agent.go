@@ -115,6 +115,11 @@ type Config struct {
 	// Executable replaces argv[0] "drill" (or "/drill") of a container's
 	// command: the running drill. "" leaves argv[0] as written.
 	Executable string
+	// APIServer is host:port of the API server as the agent reaches it;
+	// when set, every container gets it in KUBERNETES_SERVICE_HOST and
+	// KUBERNETES_SERVICE_PORT (before its own env, which may override
+	// them), as the kubelet gives pods the kubernetes Service.
+	APIServer string
 	// KubeletListen is host:port of the kubelet API the agent serves
 	// (HTTPS, a self-signed certificate); default [DefaultKubeletListen].
 	// The host must be one the API server can dial: the Node reports it

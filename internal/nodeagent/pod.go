@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -182,7 +183,11 @@ func (a *Agent) start(r *podRun, pod *corev1.Pod) {
 	a.mu.Lock() // reroute reads the port under a.mu
 	r.port = port
 	a.mu.Unlock()
-	env := append(os.Environ(), spec.env...)
+	env := os.Environ()
+	if host, port, err := net.SplitHostPort(a.cfg.APIServer); err == nil {
+		env = append(env, "KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
+	}
+	env = append(env, spec.env...)
 	env = append(env, "PORT="+strconv.Itoa(port))
 	r.mu.Lock()
 	if r.logFile == nil {

@@ -77,8 +77,9 @@ type Coordinator struct {
 	// Journal, when set, records the Job before it is created and is
 	// closed once the Job is deleted ([OpenJournal]); nil records nothing.
 	Journal *Journal
-	// StallAfter, MaxStartLate, StartGrace and Poll: see their defaults.
-	StallAfter, MaxStartLate, StartGrace, Poll time.Duration
+	// StallAfter, MaxStartLate, StartGrace, Poll and MaxClockOffset: see
+	// their defaults.
+	StallAfter, MaxStartLate, StartGrace, Poll, MaxClockOffset time.Duration
 	// Log gets progress lines; nil discards.
 	Log *slog.Logger
 }
@@ -92,6 +93,9 @@ type WorkerReport struct {
 	Late time.Duration
 	// Sent and LateRequests are the worker's own totals.
 	Sent, LateRequests int64
+	// Clock is the worker's clock measured against the API server's
+	// before t=0 (nil: the worker did not measure it).
+	Clock *ClockReading
 	// LagP99 and LagMax are the 99th percentile and the maximum of the
 	// dispatch lag (actual minus intended send time) of the requests the
 	// worker reported, over all its streams and seconds; 0 before any.
@@ -302,6 +306,9 @@ func (c *Coordinator) defaults() {
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
 	}
+	if c.MaxClockOffset <= 0 {
+		c.MaxClockOffset = DefaultMaxClockOffset
+	}
 }
 
 func orNone(s string) string {
@@ -327,6 +334,10 @@ func (c *Coordinator) status(w *workerState, s *Status, fail func(*workerState, 
 		w.readyAt, w.Late = s.At, s.Late
 		if s.Late > c.MaxStartLate {
 			fail(w, "worker %d (pod %s) started too late: ready %s after its first stream's start (bound %s)", w.Index, w.Pod, s.Late, c.MaxStartLate)
+		}
+		w.Clock = s.Clock
+		if s.Clock.Beyond(c.MaxClockOffset) {
+			fail(w, "worker %d (pod %s): its node's clock is %s off the API server's (bound %s): its requests would go out off the shared schedule", w.Index, w.Pod, s.Clock, c.MaxClockOffset)
 		}
 	case EventDone:
 		w.Done = true

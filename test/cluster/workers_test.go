@@ -212,15 +212,16 @@ func (e *clusterEnv) requireRunGone(t *testing.T, runID string) {
 }
 
 // workerLine matches a worker's result line of drill load.
-var workerLine = regexp.MustCompile(`(?m)^worker (\d+)  (done|FAILED|stopped)  pod (\S+)  sent (\d+)  late (\d+)  lag p99 (\S+) max (\S+)  started late by (\S+)`)
+var workerLine = regexp.MustCompile(`(?m)^worker (\d+)  (done|FAILED|stopped)  pod (\S+)  sent (\d+)  late (\d+)  lag p99 (\S+) max (\S+)  started late by (\S+)  clock (.*)$`)
 
 // TestWorkersDrill: drill load of a 3-worker scenario against the real
 // control plane: the Job controller makes the Indexed Job's pods, drill
 // agent runs them as `drill worker` processes and serves their logs to
 // the API server, drill follows them and merges the seconds. The merged
 // intended count is the schedule's, every worker says how much it sent
-// and its dispatch lag, and the merged p99 is that of a one-process run of
-// the same schedule (within p99Tolerance). Nothing of the run is left.
+// and its dispatch lag, each measured its clock against the API server's,
+// and the merged p99 is that of a one-process run of the same schedule
+// (within p99Tolerance). Nothing of the run is left.
 func TestWorkersDrill(t *testing.T) {
 	e := requireEnv(t)
 	url := stubTarget(t)
@@ -260,6 +261,11 @@ func TestWorkersDrill(t *testing.T) {
 		sent += n
 		if lag, err := time.ParseDuration(m[6]); err != nil || lag <= 0 {
 			t.Errorf("worker %d: lag p99 %q, want a positive duration", i, m[6])
+		}
+		// The agent gives the pods the API server's address: every worker
+		// measures its clock (one machine: the same clock, within 10 ms).
+		if !regexp.MustCompile(`^[+-]\S+ ±\S+$`).MatchString(m[9]) {
+			t.Errorf("worker %d: clock %q, want a measured offset", i, m[9])
 		}
 	}
 	if sent != want {
