@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -19,6 +21,7 @@ type agentFlags struct {
 	node     string
 	services []string
 	logDir   string
+	kubelet  string
 }
 
 // newAgentCommand is `drill agent`: the node agent (internal/nodeagent),
@@ -38,7 +41,18 @@ means this drill), its env (value, fieldRef, secretKeyRef, configMapKeyRef)
 plus PORT, a free loopback port the process must listen on, and its probes
 with the kubelet's semantics. It writes each pod's status as the kubelet does
 (phase, a pod IP 192.0.2.x, conditions, containerStatuses with restartCount
-and lastState) and deletes a deleted pod once its process has stopped.
+and lastState) and deletes a deleted pod once its process has stopped. A pod whose
+restartPolicy is Never or OnFailure (a Job's) ends Succeeded or Failed when its
+container exits and is not restarted, so the Job controller counts it.
+
+It serves the kubelet's containerLogs endpoint (HTTPS, a self-signed
+certificate) on --kubelet-listen and reports that host as the Node's Hostname
+address and the port as its kubelet endpoint, so kubectl logs (-f) and drill's
+load-worker coordinator read a pod's output through the API server. The API
+server must reach that address (the default is loopback: an API server on this
+machine) and must not verify the kubelet's certificate
+(--kubelet-certificate-authority unset). The endpoint takes no credentials;
+keep it on loopback or a network only the API server reaches.
 
 Each --service gets a local Service proxy on HOST:PORT (port 0: a free port,
 printed at start) that routes, like kube-proxy, to the ready endpoints of the
@@ -55,6 +69,7 @@ one container and no init containers. SIGINT or SIGTERM stops every pod
 	fs.StringVar(&f.node, "node", "", "the Node's name (required)")
 	fs.StringArrayVar(&f.services, "service", nil, "route a Service: [NAMESPACE/]NAME=HOST:PORT (repeatable)")
 	fs.StringVar(&f.logDir, "log-dir", "", "directory for the pods' logs, <namespace>_<pod>.log (default: a temporary directory removed at exit)")
+	fs.StringVar(&f.kubelet, "kubelet-listen", nodeagent.DefaultKubeletListen, "HOST:PORT of the kubelet API (pod logs) the API server dials; port 0: a free port")
 	return cmd
 }
 
@@ -86,7 +101,7 @@ func runAgent(cmd *cobra.Command, g *Globals, f agentFlags) error {
 	}
 	agent, err := nodeagent.New(nodeagent.Config{
 		Client: cs, Node: f.node, Namespace: g.Namespace, Services: routes,
-		Executable: exe, LogDir: f.logDir, Log: g.Logger.With("component", "agent"),
+		Executable: exe, LogDir: f.logDir, KubeletListen: f.kubelet, APIServer: apiHostPort(cfg.Rest.Host), Log: g.Logger.With("component", "agent"),
 	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, err)
@@ -100,11 +115,33 @@ func runAgent(cmd *cobra.Command, g *Globals, f agentFlags) error {
 	for _, n := range names {
 		fmt.Fprintf(g.Stdout, "service %s: %s\n", n, urls[n])
 	}
-	fmt.Fprintf(g.Stdout, "node %s: context %s, namespace %s\n", f.node, cfg.Context, scope(g.Namespace))
+	fmt.Fprintf(g.Stdout, "node %s: context %s, namespace %s, kubelet API %s\n", f.node, cfg.Context, scope(g.Namespace), agent.KubeletURL())
 	if err := agent.Run(cmd.Context(), g.Hard); err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill agent: %w", err))
 	}
 	return nil
+}
+
+// apiHostPort is host:port of a rest.Config Host (a URL or host:port);
+// "" when it has no port and no https/http scheme to imply one.
+func apiHostPort(host string) string {
+	u, err := url.Parse(host)
+	if err != nil || u.Host == "" {
+		if _, _, err := net.SplitHostPort(host); err == nil {
+			return host
+		}
+		return ""
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	switch u.Scheme {
+	case "https":
+		return net.JoinHostPort(u.Hostname(), "443")
+	case "http":
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return ""
 }
 
 func scope(ns string) string {

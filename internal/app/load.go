@@ -36,6 +36,7 @@ type loadFlags struct {
 	lateFraction   float64
 	save           string
 	progressEvery  time.Duration
+	startMargin    time.Duration
 }
 
 func newLoadCommand(g *Globals) *cobra.Command {
@@ -58,8 +59,10 @@ Without one, the flags describe a single stream:
 
 A kubernetes scenario with load.workers spreads its streams over that many
 worker pods of one Indexed Job in the scenario's namespace (image
-load.image), t=0 30 s after the Job is created, follows their logs and
-merges their seconds; a line per worker follows the summary.
+load.image), t=0 --start-margin (default 30 s) after the Job is created,
+follows their logs and merges their seconds; a line per worker follows the
+summary (its pod, requests sent and late, dispatch lag p99 and max, how late
+it started).
 
 Exit codes: 0 done, 2 bad input, 3 could not run, 4 the generator fell
 behind its schedule beyond the lag budget or a load worker failed (the
@@ -67,7 +70,7 @@ figures cannot be trusted).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := runner.LoadOptions{Save: f.save, ProgressEvery: f.progressEvery, Stdout: g.Stdout, Progress: g.Stderr, Logger: g.Logger,
-				Workers: runner.WorkersOptions{Kubeconfig: g.Kubeconfig, Context: g.Context, Namespace: g.Namespace}}
+				Workers: runner.WorkersOptions{Kubeconfig: g.Kubeconfig, Context: g.Context, Namespace: g.Namespace, StartMargin: f.startMargin}}
 			if d, err := inject.DefaultStateDir(g.Getenv); err == nil {
 				opts.Workers.StateDir = d
 			}
@@ -107,6 +110,7 @@ figures cannot be trusted).`,
 	fl.BoolVar(&f.noKeepAlive, "no-keepalive", false, "open a new connection per request")
 	fl.DurationVar(&f.late, "late", measure.DefaultLateAfter, "lag beyond which a request counts as sent late")
 	fl.Float64Var(&f.lateFraction, "late-fraction", measure.DefaultLateFraction, "share of late requests (0..1) beyond which the run is invalid")
+	fl.DurationVar(&f.startMargin, "start-margin", runner.DefaultWorkersStartMargin, "load.workers: how long after the workers Job is created t=0 lies (time to schedule and start the pods)")
 	fl.StringVar(&f.save, "save", "", "also write the per-second buckets as JSON to this file")
 	fl.DurationVar(&f.progressEvery, "progress", 0, "progress period on stderr (default 1s on a terminal, 5s otherwise; negative: off)")
 	return cmd

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -75,8 +77,34 @@ func runWorker(cmd *cobra.Command, g *Globals, f workerFlags) error {
 	} else if idx >= spec.Workers {
 		return bad(fmt.Errorf("--index %d must be within 0..%d", idx, spec.Workers-1))
 	}
-	if err := workers.RunWorker(cmd.Context(), spec, idx, g.Stdout, g.Logger.With("worker", idx)); err != nil {
+	log := g.Logger.With("worker", idx)
+	reading := measureClock(cmd.Context(), g.Getenv, spec.Start.Add(spec.FirstStart()))
+	log.Info("clock against the API server", "offset", reading.String())
+	if err := workers.RunWorker(cmd.Context(), spec, idx, g.Stdout, reading, log); err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill worker: %w", err))
 	}
 	return nil
+}
+
+// clockMargin is the time a worker keeps between the end of its clock
+// check and its first stream's start.
+const clockMargin = 500 * time.Millisecond
+
+// measureClock measures the worker's clock against the API server's
+// ($KUBERNETES_SERVICE_HOST and _PORT) if there is time before first, the
+// first stream's start; otherwise the reading says why it was not measured.
+func measureClock(ctx context.Context, getenv func(string) string, first time.Time) *workers.ClockReading {
+	url := workers.APIServerURL(getenv)
+	if url == "" {
+		return &workers.ClockReading{Error: "no API server in $" + workers.EnvAPIHost}
+	}
+	budget := time.Until(first) - clockMargin
+	if budget < time.Second {
+		return &workers.ClockReading{Against: url, Error: "started too close to t=0"}
+	}
+	r, err := workers.MeasureClock(ctx, workers.APIServerClient(), url, min(budget, 3*time.Second))
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return &r
 }

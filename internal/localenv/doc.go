@@ -10,7 +10,8 @@
 //     process group, $PORT, logs to a file and an in-memory ring), runs the
 //     startup, liveness and readiness probes with the kubelet's worker
 //     semantics, restarts the container on liveness/startup failure or exit
-//     (restartPolicy Always) with the kubelet's CrashLoopBackOff, and
+//     as its restartPolicy says (Always, OnFailure, Never) with the
+//     kubelet's CrashLoopBackOff, and
 //     reports every state change through [ReplicaConfig.OnChange] and as
 //     events. It knows nothing about Services, so a kubelet-like node agent
 //     can reuse it.

@@ -19,17 +19,18 @@ const maxLineBytes = 2048
 type logSink struct {
 	mu      sync.Mutex
 	file    io.Writer // may be nil
+	out     io.Writer // the process's output only; may be nil
 	lines   []string  // ring
 	size    int
 	next    uint64 // sequence number of the next line
 	partial []byte
 }
 
-func newLogSink(file io.Writer, size int) *logSink {
+func newLogSink(file, out io.Writer, size int) *logSink {
 	if size <= 0 {
 		size = DefaultLogLines
 	}
-	return &logSink{file: file, lines: make([]string, size), size: size}
+	return &logSink{file: file, out: out, lines: make([]string, size), size: size}
 }
 
 // Write implements io.Writer. It never fails: a failing log file must not
@@ -40,6 +41,9 @@ func (l *logSink) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	if l.file != nil {
 		_, _ = l.file.Write(p)
+	}
+	if l.out != nil {
+		_, _ = l.out.Write(p)
 	}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -102,4 +106,39 @@ func (l *logSink) since(seq uint64) []string {
 		out = append(out, string(l.partial))
 	}
 	return out
+}
+
+// maxPending caps what a lineWriter holds back waiting for a newline.
+const maxPending = 64 << 10
+
+// lineWriter hands what is written to it on to w in whole lines: each
+// Write passes on every complete line it has in one call to w, and keeps
+// the rest until its newline comes (or maxPending bytes wait, or flush).
+// One per output stream of a process; Write is called by one goroutine
+// (os/exec's copier), flush after it has finished.
+type lineWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+// Write implements io.Writer; it never fails.
+func (lw *lineWriter) Write(p []byte) (int, error) {
+	lw.buf = append(lw.buf, p...)
+	if i := bytes.LastIndexByte(lw.buf, '\n'); i >= 0 {
+		_, _ = lw.w.Write(lw.buf[:i+1])
+		lw.buf = append(lw.buf[:0], lw.buf[i+1:]...)
+	}
+	if len(lw.buf) >= maxPending {
+		_, _ = lw.w.Write(lw.buf)
+		lw.buf = lw.buf[:0]
+	}
+	return len(p), nil
+}
+
+// flush passes on an unfinished last line.
+func (lw *lineWriter) flush() {
+	if len(lw.buf) > 0 {
+		_, _ = lw.w.Write(lw.buf)
+		lw.buf = lw.buf[:0]
+	}
 }

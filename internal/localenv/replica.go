@@ -117,7 +117,20 @@ type ReplicaStatus struct {
 	WrongPort string `json:"wrongPort,omitempty"`
 	// WrongPortProbes counts the probes in a row that found WrongPort.
 	WrongPortProbes int `json:"wrongPortProbes,omitempty"`
+	// Finished says the container exited by itself and its restart policy
+	// does not restart it (Never; OnFailure after exit code 0): State is
+	// terminated and LastTerminated says how it ended. A node agent reports
+	// the pod's phase Succeeded (exit code 0) or Failed then.
+	Finished bool `json:"finished,omitempty"`
 }
+
+// Restart policies of [ReplicaConfig.RestartPolicy], core/v1's
+// restartPolicy values.
+const (
+	RestartAlways    = "Always"
+	RestartOnFailure = "OnFailure"
+	RestartNever     = "Never"
+)
 
 // ErrListensElsewhere is wrapped by the errors that stop waiting for a
 // replica whose probes were refused [PortMismatchProbes] times in a row
@@ -198,8 +211,19 @@ type ReplicaConfig struct {
 	// less than [MinGrace] (2s).
 	Grace time.Duration
 	// Logs receives the process's stdout and stderr (nil: discarded, but
-	// the last lines are still kept in memory).
+	// the last lines are still kept in memory), and drill's own marker
+	// lines ("[drill] ... starting container ...").
 	Logs io.Writer
+	// Output, when set, receives only the process's own stdout and stderr
+	// (no marker lines), what a kubelet serves as the container's log.
+	// Both streams are written a whole line at a time (a line longer than
+	// 64 KiB in pieces), so a line of one never splits a line of the other.
+	Output io.Writer
+	// RestartPolicy is the pod's restartPolicy: RestartAlways (default,
+	// ""), RestartOnFailure (restart after a non-zero exit code) or
+	// RestartNever. A container that is not restarted leaves the replica
+	// finished ([ReplicaStatus.Finished]).
+	RestartPolicy string
 	// Options tune back-off, log ring and event source.
 	Options Options
 	// Clock stamps events; required.
@@ -229,8 +253,11 @@ type ReplicaConfig struct {
 //     successes in a row to become ready and failureThreshold failures in
 //     a row to become unready; with no readiness probe it is ready once
 //     started; a container that is not running is unready;
-//   - a process that exits by itself is restarted (restartPolicy Always);
-//     every restart is subject to the kubelet's CrashLoopBackOff.
+//   - a process that ends (by itself or killed after a failed probe) is
+//     restarted as its restartPolicy says: Always (default), OnFailure
+//     (after a non-zero exit code) or Never; every restart is subject to
+//     the kubelet's CrashLoopBackOff. A container that is not restarted
+//     leaves the replica finished.
 //
 // The probe counters live per replica across restarts, as the kubelet's
 // probe workers live per pod. A Replica is safe for concurrent use.
@@ -283,6 +310,10 @@ type instance struct {
 	// portNoted: the PortMismatch event of this instance was emitted
 	// (under the replica's lock).
 	portNoted bool
+
+	// stdout and stderr gather the process's output into whole lines;
+	// flushed once the process has been reaped.
+	stdout, stderr *lineWriter
 }
 
 // termination says why an instance ended.
@@ -319,6 +350,13 @@ func NewReplica(cfg ReplicaConfig) (*Replica, error) {
 	if cfg.PortEnv == "" {
 		cfg.PortEnv = "PORT"
 	}
+	switch cfg.RestartPolicy {
+	case "":
+		cfg.RestartPolicy = RestartAlways
+	case RestartAlways, RestartOnFailure, RestartNever:
+	default:
+		return nil, fmt.Errorf("pod %s: restartPolicy %q: want Always, OnFailure or Never", cfg.Pod, cfg.RestartPolicy)
+	}
 	if cfg.Sink == nil {
 		cfg.Sink = event.SinkFunc(func(event.Event) {})
 	}
@@ -353,7 +391,7 @@ func NewReplica(cfg ReplicaConfig) (*Replica, error) {
 		}
 	}
 	r.bo = backoff{base: r.opt.BackoffBase, max: r.opt.BackoffMax, expire: 2 * r.opt.BackoffMax}
-	r.logs = newLogSink(cfg.Logs, r.opt.LogLines)
+	r.logs = newLogSink(cfg.Logs, cfg.Output, r.opt.LogLines)
 	r.st = ReplicaStatus{Pod: cfg.Pod, Port: cfg.Port, State: StateWaiting, Reason: "ContainerCreating"}
 	return r, nil
 }
@@ -459,8 +497,11 @@ func (r *Replica) startLocked(count int32) (*instance, error) {
 	cmd := exec.Command(r.cfg.Command[0], r.cfg.Command[1:]...)
 	cmd.Env = r.cfg.Env
 	cmd.Dir = r.cfg.Dir
-	cmd.Stdout = r.logs
-	cmd.Stderr = r.logs
+	// Two pipes, each gathered into whole lines: a line of stdout and one
+	// of stderr written at the same moment never interleave.
+	stdout, stderr := &lineWriter{w: r.logs}, &lineWriter{w: r.logs}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
 	// Output copying must not hang on a descendant that escaped the group.
 	cmd.WaitDelay = 2 * time.Second
 	seq := r.logs.mark(fmt.Sprintf("[drill] %s starting container %s (restart %d): %s",
@@ -476,6 +517,8 @@ func (r *Replica) startLocked(count int32) (*instance, error) {
 		startedCh: make(chan struct{}),
 		kill:      make(chan termination, 1),
 		exited:    make(chan struct{}),
+		stdout:    stdout,
+		stderr:    stderr,
 	}
 	inst.ctx, inst.cancel = context.WithCancel(context.Background())
 	go r.reap(inst)
@@ -517,6 +560,8 @@ func (r *Replica) reap(inst *instance) {
 	}
 	_ = killGroup(inst.pid, syscall.SIGKILL)
 	err := inst.cmd.Wait()
+	inst.stdout.flush()
+	inst.stderr.flush()
 	inst.finished = r.opt.clk.Now()
 	inst.exitDesc = describeExit(inst.cmd, err)
 	close(inst.exited)
@@ -713,8 +758,10 @@ func (r *Replica) supervise(inst *instance) {
 	defer r.spawn.close()
 	for {
 		cause, stopping := r.await(inst)
-		r.ended(inst, cause, stopping)
-		if stopping {
+		<-inst.exited
+		finished := !stopping && !r.restarts(inst)
+		r.ended(inst, cause, stopping || finished, finished)
+		if stopping || finished {
 			return
 		}
 		var ok bool
@@ -785,8 +832,23 @@ func (r *Replica) terminate(inst *instance, grace time.Duration) {
 	<-inst.exited
 }
 
-// ended records that inst's process is gone (and reaped).
-func (r *Replica) ended(inst *instance, cause termination, stopping bool) {
+// restarts says whether the restart policy restarts inst, which has been
+// reaped.
+func (r *Replica) restarts(inst *instance) bool {
+	switch r.cfg.RestartPolicy {
+	case RestartNever:
+		return false
+	case RestartOnFailure:
+		ps := inst.cmd.ProcessState
+		return ps == nil || !ps.Success()
+	}
+	return true
+}
+
+// ended records that inst's process is gone (and reaped); stopping: the
+// replica ends with it (stopped, or finished: not restarted by its
+// policy).
+func (r *Replica) ended(inst *instance, cause termination, stopping, finished bool) {
 	<-inst.exited
 	inst.cancel()
 	inst.probeWG.Wait()
@@ -799,6 +861,7 @@ func (r *Replica) ended(inst *instance, cause termination, stopping bool) {
 	r.st.LastTerminated = terminationOf(inst, cause.reason)
 	if stopping {
 		r.st.State, r.st.Reason = StateTerminated, ""
+		r.st.Finished = finished
 	} else {
 		r.st.State, r.st.Reason = StateWaiting, ""
 	}

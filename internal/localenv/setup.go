@@ -99,11 +99,11 @@ func RunSetup(ctx context.Context, clock *event.Clock, sink event.Sink, spec Set
 				err = fmt.Errorf("setup of service %s: write its log %s: %w", spec.Service, spec.LogPath, ferr)
 			}
 		}()
-		out = newLogSink(lw, DefaultLogLines)
+		out = newLogSink(lw, nil, DefaultLogLines)
 	case file != nil:
-		out = newLogSink(file, DefaultLogLines)
+		out = newLogSink(file, nil, DefaultLogLines)
 	default:
-		out = newLogSink(nil, DefaultLogLines)
+		out = newLogSink(nil, nil, DefaultLogLines)
 	}
 	emit := func(reason, detail string) {
 		sink.Emit(event.Event{At: clock.Now(), Kind: event.Note, Source: DefaultSource, Service: spec.Service,

@@ -96,7 +96,7 @@ func TestBackoffSequence(t *testing.T) {
 
 func TestLogSink(t *testing.T) {
 	var file strings.Builder
-	l := newLogSink(&file, 3)
+	l := newLogSink(&file, nil, 3)
 	seq := l.mark("start 0")
 	fmt.Fprint(l, "a\nb\r\nc")
 	fmt.Fprint(l, "d\ne\n")

@@ -13,7 +13,7 @@
 //   - runs each pod bound to it as a local process (internal/localenv
 //     [localenv.Replica]: the container's command and args as argv, its
 //     environment, a free loopback port in $PORT, its probes with the
-//     kubelet's semantics, restartPolicy Always with CrashLoopBackOff);
+//     kubelet's semantics);
 //   - writes the pod's status as the kubelet does: phase, a unique pod IP
 //     in TEST-NET-1 (192.0.2.2-254; EndpointSlice validation rejects
 //     loopback), startTime, the conditions PodScheduled, Initialized,
@@ -22,6 +22,18 @@
 //     lastState.terminated with reason and exit code);
 //   - records core/v1 Events like the kubelet's (Started, Unhealthy,
 //     Killing, BackOff, Failed);
+//   - follows the pod's restartPolicy: Always restarts the container with
+//     CrashLoopBackOff; OnFailure and Never do not restart a container that
+//     exited with code 0 (Never: with any code), and the pod's phase
+//     becomes Succeeded or Failed, so a Job's controller counts it (the
+//     completion index of an Indexed Job reaches the container through
+//     its fieldRef to the pod's annotation, as the Job controller writes
+//     it);
+//   - serves the kubelet's containerLogs endpoint over HTTPS
+//     ([Config.KubeletListen], reported as the Node's Hostname address and
+//     status.daemonEndpoints.kubeletEndpoint), so the API server's
+//     pods/log (kubectl logs -f, client-go GetLogs with Follow) reads a
+//     pod's output;
 //   - stops the process of a pod being deleted (SIGTERM, SIGKILL after the
 //     pod's grace period) and then deletes the pod with grace 0, as the
 //     kubelet confirms a deletion;
@@ -39,8 +51,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -101,6 +115,17 @@ type Config struct {
 	// Executable replaces argv[0] "drill" (or "/drill") of a container's
 	// command: the running drill. "" leaves argv[0] as written.
 	Executable string
+	// APIServer is host:port of the API server as the agent reaches it;
+	// when set, every container gets it in KUBERNETES_SERVICE_HOST and
+	// KUBERNETES_SERVICE_PORT (before its own env, which may override
+	// them), as the kubelet gives pods the kubernetes Service.
+	APIServer string
+	// KubeletListen is host:port of the kubelet API the agent serves
+	// (HTTPS, a self-signed certificate); default [DefaultKubeletListen].
+	// The host must be one the API server can dial: the Node reports it
+	// as its Hostname address, the first address type kube-apiserver's
+	// --kubelet-preferred-address-types tries by default.
+	KubeletListen string
 	// LogDir receives one log file per pod, <namespace>_<pod>.log
 	// (stdout and stderr, appended across restarts). "" means a temporary
 	// directory removed when Run returns.
@@ -126,7 +151,9 @@ type Agent struct {
 	ips    *ipPool
 	routes []*route
 	refs   refGetter
-	tmpDir string
+	// kubelet serves the kubelet API (containerLogs).
+	kubelet *kubeletServer
+	tmpDir  string
 
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
@@ -185,6 +212,11 @@ func New(cfg Config) (*Agent, error) {
 			},
 		},
 	}
+	ks, err := newKubeletServer(cfg.KubeletListen, a.kubeletHandler())
+	if err != nil {
+		return nil, fmt.Errorf("node agent: %w", err)
+	}
+	a.kubelet = ks
 	seen := map[string]bool{}
 	for i, r := range cfg.Services {
 		if r.Namespace == "" || r.Name == "" {
@@ -220,8 +252,18 @@ func (a *Agent) ServiceURLs() map[string]string {
 	return out
 }
 
-// Close closes the Service proxies of an agent whose Run was never called.
+// KubeletURL is the base URL of the kubelet API the agent serves
+// (https://host:port).
+func (a *Agent) KubeletURL() string {
+	return "https://" + net.JoinHostPort(a.kubelet.host, strconv.Itoa(a.kubelet.port))
+}
+
+// Close closes the Service proxies and the kubelet API of an agent whose
+// Run was never called.
 func (a *Agent) Close() {
+	if a.kubelet != nil {
+		a.kubelet.close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, r := range a.routes {
@@ -253,6 +295,7 @@ func (a *Agent) Run(ctx context.Context, hard context.Context) (err error) {
 		return fmt.Errorf("create pod log directory: %w", err)
 	}
 
+	a.kubelet.serve()
 	if err := a.registerNode(ctx); err != nil {
 		return err
 	}

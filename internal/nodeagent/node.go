@@ -88,10 +88,16 @@ func (a *Agent) updateNodeStatus(ctx context.Context, ready bool) error {
 			cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", ""),
 			readyCond,
 		}
+		// The Hostname address is the host of the agent's kubelet API:
+		// kube-apiserver dials it (with DaemonEndpoints' port) for
+		// pods/log, trying Hostname first by default. The InternalIP is
+		// the pods' hostIP, never dialled.
+		host, port := a.kubeletEndpoint()
 		n.Status.Addresses = []corev1.NodeAddress{
 			{Type: corev1.NodeInternalIP, Address: a.cfg.NodeIP},
-			{Type: corev1.NodeHostName, Address: a.cfg.Node},
+			{Type: corev1.NodeHostName, Address: host},
 		}
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port = port
 		n.Status.Capacity, n.Status.Allocatable = capacity, capacity
 		n.Status.NodeInfo.OperatingSystem = runtime.GOOS
 		n.Status.NodeInfo.Architecture = runtime.GOARCH

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,6 +38,8 @@ type podRun struct {
 	view        podView
 	lastPod     *corev1.Pod // the pod as the agent last wrote it
 	logFile     *os.File
+	outFile     *os.File // the container's own output, served as its log
+	outPath     string
 	unsupported bool
 	lastTry     time.Time
 	terminating bool
@@ -83,6 +86,10 @@ func (r *podRun) closeLog() {
 	if r.logFile != nil {
 		_ = r.logFile.Close()
 		r.logFile = nil
+	}
+	if r.outFile != nil {
+		_ = r.outFile.Close()
+		r.outFile = nil
 	}
 }
 
@@ -176,7 +183,11 @@ func (a *Agent) start(r *podRun, pod *corev1.Pod) {
 	a.mu.Lock() // reroute reads the port under a.mu
 	r.port = port
 	a.mu.Unlock()
-	env := append(os.Environ(), spec.env...)
+	env := os.Environ()
+	if host, port, err := net.SplitHostPort(a.cfg.APIServer); err == nil {
+		env = append(env, "KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
+	}
+	env = append(env, spec.env...)
 	env = append(env, "PORT="+strconv.Itoa(port))
 	r.mu.Lock()
 	if r.logFile == nil {
@@ -188,12 +199,30 @@ func (a *Agent) start(r *podRun, pod *corev1.Pod) {
 		}
 		r.logFile = f
 	}
-	logFile := r.logFile
+	if r.outFile == nil {
+		// What the kubelet API serves as the container's log: its output
+		// only, appended across restarts.
+		dir := filepath.Join(a.cfg.LogDir, "containers")
+		path := filepath.Join(dir, r.ns+"_"+r.name+"_"+spec.container+".log")
+		err := os.MkdirAll(dir, 0o755)
+		var f *os.File
+		if err == nil {
+			f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		}
+		if err != nil {
+			r.mu.Unlock()
+			fail("CreateContainerError", fmt.Errorf("open container log: %w", err))
+			return
+		}
+		r.outFile, r.outPath = f, path
+	}
+	logFile, outFile := r.logFile, r.outFile
 	r.mu.Unlock()
 	rep, err := localenv.NewReplica(localenv.ReplicaConfig{
 		Service: r.ns, Pod: r.name, Container: spec.container,
 		Command: spec.argv, Env: env, Port: port, Probes: spec.probes, Grace: r.grace,
-		Logs: logFile, Options: a.cfg.Runtime, Clock: a.clock,
+		Logs: logFile, Output: outFile, RestartPolicy: string(pod.Spec.RestartPolicy),
+		Options: a.cfg.Runtime, Clock: a.clock,
 		Sink: event.SinkFunc(func(e event.Event) { a.replicaEvent(r, spec.container, e) }),
 		Log:  a.log,
 		OnChange: func(st localenv.ReplicaStatus) {

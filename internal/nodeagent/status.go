@@ -81,6 +81,16 @@ func podStatus(old corev1.PodStatus, v podView, now time.Time) corev1.PodStatus 
 		if r.RestartCount > 0 || r.PID != 0 || r.LastTerminated != nil {
 			st.Phase = corev1.PodRunning
 		}
+		// A container its restartPolicy does not restart ends the pod, as
+		// the kubelet's getPhase says for one container: Succeeded on exit
+		// code 0, else Failed. Terminal for good: the API refuses a phase
+		// going back.
+		if r.Finished {
+			st.Phase = corev1.PodSucceeded
+			if t := r.LastTerminated; t == nil || t.ExitCode != 0 {
+				st.Phase = corev1.PodFailed
+			}
+		}
 	}
 	cs.Ready = ready
 	cs.Started = &started
@@ -101,9 +111,10 @@ func podStatus(old corev1.PodStatus, v podView, now time.Time) corev1.PodStatus 
 		}
 		return c
 	}
-	running := v.replica != nil && !v.stopped
+	finished := v.replica != nil && v.replica.Finished
+	running := v.replica != nil && !v.stopped && !finished
 	notReady := "ContainersNotReady"
-	if v.stopped {
+	if v.stopped || finished {
 		notReady = "PodCompleted"
 	}
 	st.Conditions = []corev1.PodCondition{

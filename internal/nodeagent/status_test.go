@@ -53,6 +53,12 @@ func TestPodStatus(t *testing.T) {
 			v.stopped = true
 			return v
 		}(), corev1.PodRunning, false, "terminated", "Completed", 0, -1},
+		{"job pod completed", view(&localenv.ReplicaStatus{State: localenv.StateTerminated, Finished: true,
+			LastTerminated: &localenv.Termination{Reason: "Completed", StartedAt: t0, FinishedAt: t0.Add(time.Second)}}),
+			corev1.PodSucceeded, false, "terminated", "Completed", 0, -1},
+		{"job pod failed", view(&localenv.ReplicaStatus{State: localenv.StateTerminated, Finished: true,
+			LastTerminated: &localenv.Termination{ExitCode: 137, Signal: 9, Reason: "Error", StartedAt: t0, FinishedAt: t0.Add(time.Second)}}),
+			corev1.PodFailed, false, "terminated", "Error", 0, -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -126,7 +126,8 @@ func runWorkersLoad(ctx context.Context, opts LoadOptions, sc *scenario.Scenario
 }
 
 // printWorkers writes one line per worker: its pod, requests sent, late
-// ones and how late it started.
+// ones, its dispatch lag (p99 and max), how late it started and its clock
+// against the API server's.
 func printWorkers(w io.Writer, res workers.Result) {
 	for _, wr := range res.Workers {
 		state := "done"
@@ -136,7 +137,8 @@ func printWorkers(w io.Writer, res workers.Result) {
 		case !wr.Done:
 			state = "stopped"
 		}
-		fmt.Fprintf(w, "worker %d  %s  pod %s  sent %d  late %d  started late by %s", wr.Index, state, wr.Pod, wr.Sent, wr.LateRequests, wr.Late)
+		fmt.Fprintf(w, "worker %d  %s  pod %s  sent %d  late %d  lag p99 %s max %s  started late by %s  clock %s",
+			wr.Index, state, wr.Pod, wr.Sent, wr.LateRequests, wr.LagP99, wr.LagMax, wr.Late, wr.Clock)
 		if wr.Error != "" {
 			fmt.Fprintf(w, "  (%s)", wr.Error)
 		}

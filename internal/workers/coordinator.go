@@ -1,6 +1,8 @@
 package workers
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,8 +77,9 @@ type Coordinator struct {
 	// Journal, when set, records the Job before it is created and is
 	// closed once the Job is deleted ([OpenJournal]); nil records nothing.
 	Journal *Journal
-	// StallAfter, MaxStartLate, StartGrace and Poll: see their defaults.
-	StallAfter, MaxStartLate, StartGrace, Poll time.Duration
+	// StallAfter, MaxStartLate, StartGrace, Poll and MaxClockOffset: see
+	// their defaults.
+	StallAfter, MaxStartLate, StartGrace, Poll, MaxClockOffset time.Duration
 	// Log gets progress lines; nil discards.
 	Log *slog.Logger
 }
@@ -90,6 +93,13 @@ type WorkerReport struct {
 	Late time.Duration
 	// Sent and LateRequests are the worker's own totals.
 	Sent, LateRequests int64
+	// Clock is the worker's clock measured against the API server's
+	// before t=0 (nil: the worker did not measure it).
+	Clock *ClockReading
+	// LagP99 and LagMax are the 99th percentile and the maximum of the
+	// dispatch lag (actual minus intended send time) of the requests the
+	// worker reported, over all its streams and seconds; 0 before any.
+	LagP99, LagMax time.Duration
 	// Done says the worker said it finished its schedule.
 	Done bool
 	// Failed says the worker failed (Error says how); a worker neither
@@ -124,6 +134,8 @@ type workerState struct {
 	read   *atomic.Int64
 	ended  bool // its log stream ended
 	failed error
+	// total merges every second the worker reported (for its lag).
+	total *measure.Bucket
 }
 
 // msg is what a log follower sends the coordinator's loop.
@@ -183,10 +195,11 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 
 	ws := make([]*workerState, spec.Workers)
 	for i := range ws {
-		ws[i] = &workerState{WorkerReport: WorkerReport{Index: i}, read: new(atomic.Int64)}
+		ws[i] = &workerState{WorkerReport: WorkerReport{Index: i}, read: new(atomic.Int64), total: measure.NewBucket(0, 0)}
 	}
 	defer func() {
 		for _, w := range ws {
+			w.LagP99, w.LagMax = measure.Quantile(w.total.Lag, 99), measure.Quantile(w.total.Lag, 100)
 			res.Workers = append(res.Workers, w.WorkerReport)
 		}
 	}()
@@ -215,7 +228,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 		}
 		return true
 	}
-	c.listPods(ctx, job.Namespace, spec.RunID, ws, follow, msgs, fail)
+	c.listPods(ctx, job.Namespace, spec.RunID, ws, mrg, follow, msgs, fail)
 	for !finished() && len(fails) == 0 {
 		select {
 		case <-ctx.Done():
@@ -224,6 +237,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 			w := ws[m.worker]
 			switch {
 			case m.bucket != nil:
+				w.total.Merge(m.bucket) // before the merger, which keeps and merges into it
 				if err := mrg.add(m.worker, m.stream, m.bucket); err != nil {
 					return res, fmt.Errorf("workers: hand on a merged second: %w", err)
 				}
@@ -241,7 +255,7 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 				}
 			}
 		case <-poll.C:
-			c.listPods(ctx, job.Namespace, spec.RunID, ws, follow, msgs, fail)
+			c.listPods(ctx, job.Namespace, spec.RunID, ws, mrg, follow, msgs, fail)
 			c.checkJob(ctx, job.Namespace, job.Name, ws, mrg, fail)
 			now := time.Now()
 			for _, w := range ws {
@@ -292,6 +306,9 @@ func (c *Coordinator) defaults() {
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
 	}
+	if c.MaxClockOffset <= 0 {
+		c.MaxClockOffset = DefaultMaxClockOffset
+	}
 }
 
 func orNone(s string) string {
@@ -318,6 +335,10 @@ func (c *Coordinator) status(w *workerState, s *Status, fail func(*workerState, 
 		if s.Late > c.MaxStartLate {
 			fail(w, "worker %d (pod %s) started too late: ready %s after its first stream's start (bound %s)", w.Index, w.Pod, s.Late, c.MaxStartLate)
 		}
+		w.Clock = s.Clock
+		if s.Clock.Beyond(c.MaxClockOffset) {
+			fail(w, "worker %d (pod %s): its node's clock is %s off the API server's (bound %s): its requests would go out off the shared schedule", w.Index, w.Pod, s.Clock, c.MaxClockOffset)
+		}
 	case EventDone:
 		w.Done = true
 		w.Sent, w.LateRequests = s.Sent, s.LateRequests
@@ -331,7 +352,7 @@ func (c *Coordinator) status(w *workerState, s *Status, fail func(*workerState, 
 // listPods lists the run's pods, starts following the log of each pod
 // whose container has started, and fails workers whose pod failed or
 // vanished before they were done.
-func (c *Coordinator) listPods(ctx context.Context, ns, runID string, ws []*workerState, follow context.Context, msgs chan<- msg, fail func(*workerState, string, ...any)) {
+func (c *Coordinator) listPods(ctx context.Context, ns, runID string, ws []*workerState, m *merger, follow context.Context, msgs chan<- msg, fail func(*workerState, string, ...any)) {
 	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: RunSelector(runID)})
 	if err != nil {
 		c.Log.Warn("list the workers' pods", "err", err)
@@ -362,7 +383,7 @@ func (c *Coordinator) listPods(ctx context.Context, ns, runID string, ws []*work
 			go c.follow(follow, ns, pod.Name, idx, w.read, msgs)
 		}
 		if pod.Status.Phase == corev1.PodFailed && !w.Done {
-			fail(w, "worker %d (pod %s) failed at t=%s: %s", idx, pod.Name, w.lastAt.Truncate(time.Second), podReason(pod))
+			fail(w, "worker %d (pod %s) failed at t=%s: %s (%s)", idx, pod.Name, w.lastAt.Truncate(time.Second), podReason(pod), c.lastReported(m, w))
 		}
 	}
 	for i, w := range ws {
@@ -433,7 +454,12 @@ func (c *Coordinator) follow(ctx context.Context, ns, pod string, idx int, read 
 		return
 	}
 	defer rc.Close()
-	err = measure.ReadJournal(rc, measure.JournalReader{
+	// A pod's log holds its stderr too (a kubelet serves both streams as
+	// one): the worker's own log lines are passed over.
+	jl := &journalLines{br: bufio.NewReaderSize(rc, 64<<10), other: func(line []byte) {
+		c.Log.Debug("load worker says", "worker", idx, "line", strings.TrimSpace(string(line)))
+	}}
+	err = measure.ReadJournal(jl, measure.JournalReader{
 		Second: func(stream string, b *measure.Bucket) error {
 			read.Store(time.Now().UnixNano())
 			if !send(msg{worker: idx, stream: stream, bucket: b}) {
@@ -501,4 +527,37 @@ func DeleteJob(ctx context.Context, cs kubernetes.Interface, ns, name, runID str
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// journalLines reads the journal lines (JSON objects, one a line) of a
+// pod's log and hands every other line to other: a kubelet serves a
+// container's stdout and stderr as one stream, and the worker logs on
+// stderr.
+type journalLines struct {
+	br      *bufio.Reader
+	pending []byte
+	other   func(line []byte)
+}
+
+// Read implements io.Reader.
+func (j *journalLines) Read(p []byte) (int, error) {
+	for len(j.pending) == 0 {
+		line, err := j.br.ReadBytes('\n')
+		if len(line) > 0 {
+			if t := bytes.TrimLeft(line, " \t"); len(t) > 0 && t[0] == '{' {
+				j.pending = line
+			} else if len(bytes.TrimSpace(line)) > 0 {
+				j.other(line)
+			}
+		}
+		if err != nil {
+			if len(j.pending) == 0 {
+				return 0, err
+			}
+			break
+		}
+	}
+	n := copy(p, j.pending)
+	j.pending = j.pending[n:]
+	return n, nil
 }

@@ -44,6 +44,9 @@ type Status struct {
 	LateRequests int64 `json:"lateRequests,omitempty"`
 	// Error is the worker's own verdict on its schedule (EventDone only).
 	Error string `json:"error,omitempty"`
+	// Clock is the worker's clock measured against the API server's
+	// (EventReady only; nil when the worker did not try).
+	Clock *ClockReading `json:"clock,omitempty"`
 }
 
 // line is one output line, the shape of measure's journal lines.

@@ -19,7 +19,9 @@ import (
 // ended. Errors: a bad spec or index, streams the engine refuses, or out
 // failing; a worker that fell behind schedule is not an error here (its
 // done line says so, and the coordinator judges the merged seconds).
-func RunWorker(ctx context.Context, spec Spec, index int, out io.Writer, log *slog.Logger) error {
+// reading, when not nil, is the worker's clock reading ([MeasureClock]),
+// reported in its ready line.
+func RunWorker(ctx context.Context, spec Spec, index int, out io.Writer, reading *ClockReading, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -42,7 +44,7 @@ func RunWorker(ctx context.Context, spec Spec, index int, out io.Writer, log *sl
 		return fmt.Errorf("worker %d: %w", index, err)
 	}
 	now := clock.Now()
-	ready := Status{Event: EventReady, Index: index, At: now}
+	ready := Status{Event: EventReady, Index: index, At: now, Clock: reading}
 	if late := now - spec.FirstStart(); late > 0 {
 		ready.Late = late
 		log.Warn("worker started after the run's t=0: its first hits go out late", "worker", index, "late", late)

@@ -3,7 +3,9 @@
 // kube-controller-manager v1.37.2 with embedded etcd (test/controlplane),
 // `drill agent` in the kubelet's role, a throwaway PostgreSQL, a
 // toxiproxy-server reached through its HTTP API, and `drill run
-// --kubeconfig ... --context ...` on scenarios/k8s.
+// --kubeconfig ... --context ...` on scenarios/k8s; and `drill load` on 3
+// load workers, an Indexed Job the real Job controller makes and the agent
+// runs, with the workers' logs read through the API server.
 //
 // The package holds only tests. The first test to run builds drill, the
 // toxiproxy-server and the control plane's CLI (the first build of

@@ -54,10 +54,13 @@ const ContextName = "drill-test"
 // pod, whatever its automountServiceAccountToken, until its namespace's
 // "default" ServiceAccount exists), the garbage collector (owner-reference
 // cascades, e.g. a Deployment's ReplicaSets and pods) and the namespace
-// controller (so deleting a namespace finishes). The node-lifecycle
+// controller (so deleting a namespace finishes), the Job controller (drill's
+// load workers are an Indexed Job: it makes their pods with their completion
+// indexes and counts them Succeeded or Failed) and the TTL-after-finished
+// controller (it deletes a finished Job drill could not). The node-lifecycle
 // controller is deliberately absent: without a kubelet renewing node leases it
 // would mark nodes NotReady and evict their pods.
-var DefaultControllers = []string{"endpointslice", "replicaset", "deployment", "serviceaccount", "garbagecollector", "namespace"}
+var DefaultControllers = []string{"endpointslice", "replicaset", "deployment", "serviceaccount", "garbagecollector", "namespace", "job", "ttl-after-finished"}
 
 // Options configures Start. The zero value is usable.
 type Options struct {

@@ -243,7 +243,7 @@ func (f *Cluster) startWorker(ctx context.Context, name string, i int, spec work
 		}
 		f.wg.Go(func() {
 			defer cancel()
-			_ = workers.RunWorker(wctx, spec, i, out, f.Log)
+			_ = workers.RunWorker(wctx, spec, i, out, nil, f.Log)
 			if f.Faults[i] == Healthy {
 				_ = pw.Close()
 				f.setPhase(context.Background(), name, corev1.PodSucceeded, 0)
