@@ -164,9 +164,13 @@ func runLoad(ctx context.Context, opts LoadOptions, streams []scenario.Stream, d
 	if err := eng.Validity(); err != nil {
 		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %w", err))
 	}
+	// Everything the streams recorded counts: a stream's seconds (or the
+	// one total bucket without --save) may end past its duration, with the
+	// requests still in flight then.
+	judged := max(total, seriesEnd(series))
 	v := record.Validity{
-		ConnectionErrors: record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, total),
-		Problems:         record.CheckGenerator(series, 0, total, openFileLimit()),
+		ConnectionErrors: record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, judged),
+		Problems:         record.CheckGenerator(series, 0, judged, openFileLimit()),
 	}
 	if !v.Valid() {
 		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %s", v.Summary()))
@@ -232,6 +236,19 @@ func saveSeries(path string, series map[string]*measure.Series) error {
 		return fmt.Errorf("write series: %w", err)
 	}
 	return nil
+}
+
+// seriesEnd is the end of the last bucket of any of series (0 when none
+// has any).
+func seriesEnd(series map[string]*measure.Series) time.Duration {
+	var end time.Duration
+	for _, s := range series {
+		if s != nil {
+			_, to := s.Span()
+			end = max(end, to)
+		}
+	}
+	return end
 }
 
 // totalsSink merges every closed second of each stream into one bucket

@@ -113,7 +113,7 @@ func runWorkersLoad(ctx context.Context, opts LoadOptions, sc *scenario.Scenario
 		}
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill load: %w", runErr))
 	}
-	total := spec.Duration() + time.Second
+	total := max(spec.Duration()+time.Second, seriesEnd(series))
 	v := record.Validity{
 		LoadBehind:       record.CheckLag(&scenario.Scenario{Streams: streams}, series, 0, total),
 		ConnectionErrors: record.CheckConnectionErrors(&scenario.Scenario{Streams: streams}, series, 0, total),
