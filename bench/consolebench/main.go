@@ -32,6 +32,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,8 +219,8 @@ func (r result) line() string {
 	}
 	if r.ui {
 		v := r.viewers
-		s += fmt.Sprintf("\n      viewers: %d streams open, %d messages (%d point), %d fetches (%.1f MB), %d errors, %d reconnects",
-			v.connected.Load(), v.messages.Load(), v.points.Load(), v.fetches.Load(), float64(v.bytes.Load())/1e6, v.errors.Load(), v.reconnects.Load())
+		s += fmt.Sprintf("\n      viewers: at most %d event streams open at once, %d messages (%d point), %d fetches (%.1f MB), %d errors, %d reconnects",
+			v.most.Load(), v.messages.Load(), v.points.Load(), v.fetches.Load(), float64(v.bytes.Load())/1e6, v.errors.Load(), v.reconnects.Load())
 	}
 	return s
 }
@@ -508,6 +509,8 @@ func (r *result) fill(rec *record.Run) {
 // viewerStats counts what the viewers saw.
 type viewerStats struct {
 	connected, messages, points, fetches, bytes, errors, reconnects atomic.Int64
+	// most is the most event streams open at once.
+	most atomic.Int64
 }
 
 // view is one viewer until ctx ends: the event stream held open (and
@@ -574,7 +577,12 @@ func stream(ctx context.Context, client *http.Client, base, token string, st *vi
 		st.errors.Add(1)
 		return
 	}
-	st.connected.Add(1)
+	for n := st.connected.Add(1); ; {
+		m := st.most.Load()
+		if n <= m || st.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
 	defer st.connected.Add(-1)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -610,20 +618,40 @@ func get(ctx context.Context, client *http.Client, url, token string) (int64, er
 	return n, err
 }
 
-// summarise prints each side's means and the with/without ratios.
+// summarise prints each side's medians over its valid runs (a run the
+// machine's other work made invalid, exit 4, is left out and counted) and
+// the with/without ratios.
 func summarise(w io.Writer, off, on []result) {
-	mean := func(rs []result, f func(result) float64) float64 {
-		var s float64
+	valid := func(rs []result) []result {
+		var out []result
 		for _, r := range rs {
-			s += f(r)
+			if r.valid {
+				out = append(out, r)
+			}
 		}
-		return s / float64(len(rs))
+		return out
+	}
+	median := func(rs []result, f func(result) float64) float64 {
+		if len(rs) == 0 {
+			return 0
+		}
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
 	lag := func(r result) float64 { return ms(r.lagP99) }
 	cpu := func(r result) float64 { return us(r.perRequest()) }
 	part := func(r result) float64 { return us(r.drillPart) }
 	rss := func(r result) float64 { return float64(r.peakRSS) / 1024 }
-	fmt.Fprintln(w, "== summary (mean of the rounds; ratio with-ui / without, 1.05 = 5 % dearer)")
+	voff, von := valid(off), valid(on)
+	fmt.Fprintf(w, "== summary (median of the valid runs: without %d of %d, with-ui %d of %d; ratio with-ui / without, 1.05 = 5 %% dearer)\n",
+		len(voff), len(off), len(von), len(on))
 	for _, m := range []struct {
 		name, unit string
 		f          func(result) float64
@@ -633,7 +661,7 @@ func summarise(w io.Writer, off, on []result) {
 		{"CPU per request (drill part)", "µs", part},
 		{"peak RSS", "MiB", rss},
 	} {
-		a, b := mean(off, m.f), mean(on, m.f)
+		a, b := median(voff, m.f), median(von, m.f)
 		ratio := 0.0
 		if a > 0 {
 			ratio = b / a
