@@ -168,7 +168,7 @@ type namedLine struct {
 // lowest and highest point (in time order), so that a spike or a dip of
 // one second still shows while rendering costs the same after 10 minutes
 // as after 1 hour (the console keeps maxPoints seconds).
-const maxPlotGroups = 400
+const maxPlotGroups = 200
 
 func series(points []Point, get func(Point) (float64, bool)) plotter.XYs {
 	var all plotter.XYs
