@@ -6,6 +6,7 @@ LDFLAGS  := -X github.com/drillhq/drill/internal/app.version=$(VERSION)
 FUZZTIME ?= 10s
 DEMO_SCENARIOS := scenarios/orders-db-brownout.yaml scenarios/payment-tax-brownout.yaml
 N        ?= 5
+BENCH_ARGS ?=
 SEEDS    := $(wildcard scenarios/*.yaml)
 # staticcheck at a pinned version, run through the module proxy (go run
 # builds it once into the build cache; nothing is installed).
@@ -34,8 +35,8 @@ demo: build ## Build, then run the PostgreSQL brownout and the tax brownout dril
 		bin/drill run $$s || status=$$?; \
 	done; exit $$status
 
-bench: ## Run the load engine benchmarks (bench/run.sh), then drill history over 365 nights (cold and with summaries)
-	./bench/run.sh
+bench: ## Run the load engine and console benchmarks (bench/run.sh $(BENCH_ARGS), e.g. --long, --only=console), then drill history over 365 nights
+	./bench/run.sh $(BENCH_ARGS)
 	$(GO) test ./internal/history -run '^$$' -bench 'HistoryYear' -benchtime 3x
 
 fidelity: build ## Run each seed drill N times (default 5: N=20 make fidelity) and tabulate valid, right and wrong verdicts, INVALID and lag

@@ -8,6 +8,9 @@
 #   (5) always: heap and RSS at 1, 10, 60 simulated minutes of the seeds' load (go test -bench LongRunMemory)
 #   (6) always: 2,800 req/s against a target that holds every request 2 s, drill engine vs vegeta CLI
 #   bench/run.sh --only=hang   just (6)
+#   (7) always: the console's cost: a real drill run of the seeds' load with --ui and 10 viewers vs without, alternating
+#       (--long adds one 10-minute run per side for its memory)
+#   bench/run.sh --only=console   just (7)
 #
 # Needs: go, network access to the Go module proxy (installs the vegeta CLI
 # v12.13.0 into a temporary GOBIN). Everything runs on loopback; the stub
@@ -16,13 +19,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SAT_DUR=10s ROUNDS=3 SEEDS_DUR=60s ACC_DUR=20s MEM_DUR=60s WORKERS=32 MEM_SCALE=1 HANG_DUR=20s HANG_ROUNDS=2 ONLY=
+CONSOLE_DUR=30s CONSOLE_ROUNDS=3 CONSOLE_MEM=0
 for arg in "$@"; do
 	case "$arg" in
-	--long) MEM_DUR=600s ;;
-	--quick) SAT_DUR=2s ROUNDS=1 SEEDS_DUR=5s ACC_DUR=3s MEM_DUR=5s HANG_DUR=5s HANG_ROUNDS=1 ;;
+	--long) MEM_DUR=600s CONSOLE_MEM=10m ;;
+	--quick) SAT_DUR=2s ROUNDS=1 SEEDS_DUR=5s ACC_DUR=3s MEM_DUR=5s HANG_DUR=5s HANG_ROUNDS=1 CONSOLE_DUR=10s CONSOLE_ROUNDS=1 ;;
 	--only=hang) ONLY=hang ;;
+	--only=console) ONLY=console ;;
 	--mem-scale=*) MEM_SCALE=${arg#--mem-scale=} ;;
-	*) echo "usage: $0 [--long] [--quick] [--mem-scale=X] [--only=hang]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--long] [--quick] [--mem-scale=X] [--only=hang|console]" >&2; exit 2 ;;
 	esac
 done
 
@@ -46,6 +51,8 @@ echo "nofile:  $(ulimit -n)"
 echo "== build"
 go build -o "$tmp/stub" ./bench/stub
 go build -o "$tmp/loadbench" ./bench/loadbench
+go build -o "$tmp/consolebench" ./bench/consolebench
+CGO_ENABLED=0 go build -trimpath -o "$tmp/drill" ./cmd/drill
 GOBIN="$tmp/bin" go install github.com/tsenart/vegeta/v12@v12.13.0
 echo "vegeta:  $("$tmp/bin/vegeta" -version 2>&1 | head -1)"
 
@@ -86,6 +93,15 @@ for _ in $(seq 50); do [ "$(wc -l <"$tmp/stub.out")" -ge 3 ] && break; sleep 0.1
 mapfile -t urls < <(awk '{print $2}' "$tmp/stub.out")
 [ "${#urls[@]}" -eq 3 ] || { echo "stub did not start" >&2; exit 1; }
 url1=${urls[0]} url2=${urls[1]} url3=${urls[2]}
+
+# console_bench: section (7), also alone with --only=console.
+console_bench() {
+	echo "== (7) console: the seeds' load from drill run for $CONSOLE_DUR with --ui and 10 viewers vs without, $CONSOLE_ROUNDS rounds alternating"
+	local mem=()
+	if [ "$CONSOLE_MEM" != 0 ]; then mem=(-memory "$CONSOLE_MEM"); fi
+	"$tmp/consolebench" -drill "$tmp/drill" -urls "$url1,$url2,$url3" -duration "$CONSOLE_DUR" -rounds "$CONSOLE_ROUNDS" -viewers 10 "${mem[@]}"
+}
+if [ "$ONLY" = console ]; then console_bench; exit 0; fi
 
 echo "== (1) saturation: drill engine vs vegeta CLI, rate=max, $WORKERS workers, $SAT_DUR per run, alternating"
 drill_rates=() vegeta_rates=() drill_cpu=() vegeta_cpu=()
@@ -135,3 +151,5 @@ echo "== (5) long runs: the seeds' 4,350 req/s fed into the recorders on a fast-
 go test ./internal/load -run '^$' -bench 'LongRunMemory' -benchtime=1x | grep -E '^long run|^Benchmark'
 
 hang_bench
+
+console_bench

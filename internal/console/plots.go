@@ -163,11 +163,50 @@ type namedLine struct {
 	dashed bool
 }
 
+// maxPlotGroups bounds the points a plotted line keeps: a longer line is
+// cut into this many runs of consecutive seconds, each drawn by its
+// lowest and highest point (in time order), so that a spike or a dip of
+// one second still shows while rendering costs the same after 10 minutes
+// as after 1 hour (the console keeps maxPoints seconds).
+const maxPlotGroups = 200
+
 func series(points []Point, get func(Point) (float64, bool)) plotter.XYs {
-	var out plotter.XYs
+	var all plotter.XYs
 	for _, pt := range points {
 		if v, ok := get(pt); ok {
-			out = append(out, plotter.XY{X: pt.T, Y: v})
+			all = append(all, plotter.XY{X: pt.T, Y: v})
+		}
+	}
+	return decimate(all, maxPlotGroups)
+}
+
+// decimate keeps, of each of at most groups runs of consecutive points,
+// the lowest and the highest, in time order; xys with at most 2*groups
+// points is returned as it is.
+func decimate(xys plotter.XYs, groups int) plotter.XYs {
+	if len(xys) <= 2*groups {
+		return xys
+	}
+	size := (len(xys) + groups - 1) / groups
+	out := make(plotter.XYs, 0, 2*groups)
+	for i := 0; i < len(xys); i += size {
+		g := xys[i:min(i+size, len(xys))]
+		lo, hi := 0, 0
+		for j, p := range g {
+			if p.Y < g[lo].Y {
+				lo = j
+			}
+			if p.Y > g[hi].Y {
+				hi = j
+			}
+		}
+		switch {
+		case lo == hi:
+			out = append(out, g[lo])
+		case lo < hi:
+			out = append(out, g[lo], g[hi])
+		default:
+			out = append(out, g[hi], g[lo])
 		}
 	}
 	return out

@@ -9,11 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/load"
-	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -79,6 +77,9 @@ func (tl *timeline) goLive(ctx context.Context, stopLoad, stopTimeline context.C
 		return
 	}
 	c := &Control{tl: tl, ctx: ctx, stopLoad: stopLoad, stopTimeline: stopTimeline}
+	if tl.live != nil {
+		go tl.live.follow(ctx, tl.r)
+	}
 	tl.r.opts.OnLive(c)
 }
 
@@ -433,76 +434,6 @@ func (c *Control) Annotate(who, text string) error {
 // touched to their actual times (see [plan.Plan.FollowOperators]).
 func (r *run) followOperators(events []event.Event) {
 	r.plan.FollowOperators(r.sc.Faults, events, r.sc.Timeline.Recovery.D())
-}
-
-// eventJudged are the assertion types judged from the event log alone;
-// the others need the per-second series, which only the run's end reads
-// back in full (copying them live would cost the generator).
-var eventJudged = map[scenario.AssertionType]bool{
-	scenario.AssertRestarts: true, scenario.AssertFlaps: true, scenario.AssertReady: true,
-	scenario.AssertUnroutable: true, scenario.AssertDetection: true,
-	scenario.AssertEndpointRemoval: true, scenario.AssertMetric: true,
-}
-
-// Provisional is an assertion's verdict on the data so far.
-type Provisional struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Window string `json:"window"`
-	// Verdict is pass, fail or error when judged on the events so far
-	// (the window clipped to now); "pending" when the window has not
-	// started or the assertion needs the measured seconds, which are
-	// judged when the run ends.
-	Verdict string `json:"verdict"`
-	Figure  string `json:"figure,omitempty"`
-	Bound   string `json:"bound,omitempty"`
-	Message string `json:"message"`
-}
-
-// Provisional judges the assertions that the event log decides, on the
-// events so far with their windows clipped to now. These verdicts may
-// change: only the run's end judges.
-func (c *Control) Provisional() []Provisional {
-	r := c.tl.r
-	now := r.clock.Now()
-	p := *r.plan
-	p.Windows = make([]plan.Window, len(r.plan.Windows))
-	started := map[string]bool{}
-	for i, w := range r.plan.Windows {
-		if w.End > now {
-			w.End = now
-		}
-		started[w.Name] = w.Start < now
-		p.Windows[i] = w
-	}
-	events := r.evlog.Events()
-	var judge []scenario.Assertion
-	out := make([]Provisional, len(r.sc.Assertions))
-	for i, a := range r.sc.Assertions {
-		win := a.Window
-		if win == "" {
-			win = scenario.DefaultWindow
-		}
-		out[i] = Provisional{Name: a.ResolvedName(), Type: string(a.Type), Window: win, Verdict: "pending"}
-		switch {
-		case !eventJudged[a.Type]:
-			out[i].Message = "judged on the measured seconds when the run ends"
-		case !started[win]:
-			out[i].Message = "window not started"
-		default:
-			judge = append(judge, a)
-		}
-	}
-	res := assert.Judge(&p, judge, events, nil)
-	j := 0
-	for i := range out {
-		if j < len(res) && out[i].Verdict == "pending" && out[i].Message == "" {
-			rr := res[j]
-			out[i].Verdict, out[i].Figure, out[i].Bound, out[i].Message = string(rr.Verdict), rr.Figure.Text, rr.Bound, rr.Message
-			j++
-		}
-	}
-	return out
 }
 
 // livePhase corrects the plan's phase with the faults' actual states: a

@@ -22,6 +22,9 @@ type runJournal struct {
 	j    *measure.Journal
 	head *record.Run // for the redaction rules of events
 	path string
+	// tap, when set, also receives every closed second (the console's
+	// live aggregates); it must not keep b.
+	tap func(stream string, b *measure.Bucket)
 
 	events chan event.Event
 	stop   chan struct{}
@@ -31,6 +34,9 @@ type runJournal struct {
 
 // WriteSecond implements load.SecondSink.
 func (rj *runJournal) WriteSecond(stream string, b *measure.Bucket) error {
+	if rj.tap != nil {
+		rj.tap(stream, b)
+	}
 	rj.mu.Lock()
 	j := rj.j
 	rj.mu.Unlock()

@@ -27,6 +27,10 @@ type timeline struct {
 	warm []*load.Requests
 	// journal receives the engine's closed seconds and the run's events.
 	journal runJournal
+	// live keeps the window-judged assertions' streams merged over their
+	// windows for the console's provisional verdicts (nil without a
+	// console, or when no assertion needs it).
+	live *liveWindows
 	// aborted is set when a stop condition aborts or a signal ended the run.
 	abortMu sync.Mutex
 	aborted error
@@ -73,6 +77,11 @@ func (r *run) newTimeline() (*timeline, error) {
 	}
 	tl.engine = eng
 	tl.streams = streams
+	if r.opts.OnLive != nil {
+		if tl.live = newLiveWindows(r.sc, livePlan(r, r.evlog.Events())); tl.live != nil {
+			tl.journal.tap = tl.live.add
+		}
+	}
 	// The warm traffic's requests, built as the engine builds its own (the
 	// engine has checked them: this does not fail where it did not).
 	tl.warm = make([]*load.Requests, len(streams))

@@ -1,0 +1,285 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/plan"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// eventJudged are the assertion types judged from the event log alone.
+var eventJudged = map[scenario.AssertionType]bool{
+	scenario.AssertRestarts: true, scenario.AssertFlaps: true, scenario.AssertReady: true,
+	scenario.AssertUnroutable: true, scenario.AssertDetection: true,
+	scenario.AssertEndpointRemoval: true, scenario.AssertMetric: true,
+}
+
+// windowJudged are the assertion types judged on one stream's seconds
+// merged over a window (isolation: over the window and the baseline):
+// the console judges them live on running aggregates ([liveWindows]).
+// Recovery reads second by second and waits for the run's end.
+var windowJudged = map[scenario.AssertionType]bool{
+	scenario.AssertLatency: true, scenario.AssertErrorRate: true, scenario.AssertThroughput: true,
+	scenario.AssertShed: true, scenario.AssertIsolation: true,
+}
+
+// Provisional is an assertion's verdict on the data so far.
+type Provisional struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Window string `json:"window"`
+	// Provisional is true while the run lives: the verdict is on the data
+	// so far and the run's end may change it.
+	Provisional bool `json:"provisional"`
+	// Verdict is pass, fail or error when judged on the data so far (the
+	// window clipped to now; for a stream's latency, errors, throughput,
+	// shedding or isolation, to the seconds already closed); "pending"
+	// when the window has not started, none of its seconds has closed
+	// yet, or the assertion is judged only when the run ends (recovery).
+	Verdict string `json:"verdict"`
+	Figure  string `json:"figure,omitempty"`
+	Bound   string `json:"bound,omitempty"`
+	Message string `json:"message"`
+	// Through is, for an assertion judged on a stream's seconds, the end
+	// of the last second judged on the run's clock (nanoseconds in JSON;
+	// 0 otherwise). A second closes its stream's timeout plus 2 s after
+	// it ends, so Through trails the clock by that much.
+	Through time.Duration `json:"through,omitempty"`
+}
+
+// Provisional judges the assertions on the data so far: those the event
+// log decides on the events so far, those over a stream's seconds on the
+// seconds closed so far, each in its window as it really is now (moved
+// where operators started, ended or held faults) and clipped to now.
+// These verdicts may change: only the run's end judges.
+func (c *Control) Provisional() []Provisional {
+	r := c.tl.r
+	now := r.clock.Now()
+	events := r.evlog.Events()
+	live := livePlan(r, events)
+	p := *live
+	p.Windows = make([]plan.Window, len(live.Windows))
+	for i, w := range live.Windows {
+		w.End = min(w.End, now)
+		p.Windows[i] = w
+	}
+	var judge []scenario.Assertion
+	var judgeAt []int
+	out := make([]Provisional, len(r.sc.Assertions))
+	for i, a := range r.sc.Assertions {
+		win := a.Window
+		if win == "" {
+			win = scenario.DefaultWindow
+		}
+		out[i] = Provisional{Name: a.ResolvedName(), Type: string(a.Type), Window: win, Verdict: "pending", Provisional: true}
+		w, err := assert.ResolveWindow(live, win)
+		switch {
+		case err == nil && w.Start >= now:
+			out[i].Message = "window not started"
+		case windowJudged[a.Type]:
+			c.tl.live.judge(live, a, win, &out[i])
+		case !eventJudged[a.Type]:
+			out[i].Message = "judged on the measured seconds when the run ends"
+		default:
+			judge = append(judge, a)
+			judgeAt = append(judgeAt, i)
+		}
+	}
+	for j, rr := range assert.Judge(&p, judge, events, nil) {
+		o := &out[judgeAt[j]]
+		o.Verdict, o.Figure, o.Bound, o.Message = string(rr.Verdict), rr.Figure.Text, rr.Bound, rr.Message
+	}
+	return out
+}
+
+// livePlan is the run's plan with the windows of the faults operators
+// touched (and the manual ones) where events put them so far.
+func livePlan(r *run, events []event.Event) *plan.Plan {
+	p := *r.plan
+	p.Windows = slices.Clone(r.plan.Windows)
+	p.Actions = slices.Clone(r.plan.Actions)
+	p.FollowOperators(r.sc.Faults, events, r.sc.Timeline.Recovery.D())
+	return &p
+}
+
+// windowKey names one running aggregate: a stream over a window.
+type windowKey struct{ stream, window string }
+
+// windowAgg is one stream's closed seconds merged over one window.
+type windowAgg struct {
+	// bounds is the window the seconds were merged for.
+	bounds plan.Window
+	// b holds the merged seconds (nil: none yet); from and to are the
+	// span they cover.
+	b        *measure.Bucket
+	from, to time.Duration
+	// moved is set when the window moved after seconds were merged
+	// (an operator started or ended its fault late): the aggregate no
+	// longer matches it and the run's end judges it.
+	moved bool
+}
+
+// liveWindows keeps, for the console, each window-judged assertion's
+// stream merged over its window as the engine closes seconds: one dense
+// bucket per stream and window, so its memory does not grow with the
+// run. The window bounds follow the live plan (fault on and off events
+// and operator commands re-resolve them long before the seconds they
+// touch close). Safe for concurrent use.
+type liveWindows struct {
+	mu   sync.Mutex
+	aggs map[windowKey]*windowAgg
+}
+
+// newLiveWindows returns the aggregates the assertions of sc need, with
+// their windows resolved in p (nil when none needs one).
+func newLiveWindows(sc *scenario.Scenario, p *plan.Plan) *liveWindows {
+	lw := &liveWindows{aggs: map[windowKey]*windowAgg{}}
+	for _, a := range sc.Assertions {
+		if !windowJudged[a.Type] || a.Stream == "" {
+			continue
+		}
+		win := a.Window
+		if win == "" {
+			win = scenario.DefaultWindow
+		}
+		lw.aggs[windowKey{a.Stream, win}] = &windowAgg{}
+		if a.Type == scenario.AssertIsolation {
+			lw.aggs[windowKey{a.Stream, "baseline"}] = &windowAgg{}
+		}
+	}
+	if len(lw.aggs) == 0 {
+		return nil
+	}
+	lw.replan(p)
+	return lw
+}
+
+// replan re-resolves every aggregate's window in p. An aggregate whose
+// window moved after it took seconds (its start moved, or its end moved
+// before a second it holds) is marked moved.
+func (lw *liveWindows) replan(p *plan.Plan) {
+	if lw == nil {
+		return
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	for k, agg := range lw.aggs {
+		w, err := assert.ResolveWindow(p, k.window)
+		if err != nil {
+			w = plan.Window{Name: k.window} // an empty window takes nothing
+		}
+		if agg.b != nil && (w.Start != agg.bounds.Start || w.End < agg.to) {
+			agg.moved = true
+		}
+		agg.bounds = w
+	}
+}
+
+// add merges a closed second of stream into the aggregates whose window
+// holds it wholly (the engine's closer calls it once per stream second,
+// and again for late results of a second already closed).
+func (lw *liveWindows) add(stream string, b *measure.Bucket) {
+	if lw == nil {
+		return
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	for k, agg := range lw.aggs {
+		if k.stream != stream || agg.moved || !b.Within(agg.bounds.Start, agg.bounds.End) {
+			continue
+		}
+		if agg.b == nil {
+			agg.b = measure.NewBucket(b.Start, b.Width)
+			agg.from, agg.to = b.Start, b.Start+b.Width
+		}
+		agg.b.Merge(b)
+		agg.from, agg.to = min(agg.from, b.Start), max(agg.to, b.Start+b.Width)
+		agg.b.Start, agg.b.Width = agg.from, agg.to-agg.from
+	}
+}
+
+// follow re-resolves the windows on every fault and operator event until
+// ctx ends (a window moves only on those).
+func (lw *liveWindows) follow(ctx context.Context, r *run) {
+	if lw == nil {
+		return
+	}
+	ch := make(chan event.Event, 1024)
+	r.evlog.Follow(ch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-ch:
+			if e.Kind == event.FaultOn || e.Kind == event.FaultOff || e.Kind == event.Operator {
+				lw.replan(livePlan(r, r.evlog.Events()))
+			}
+		}
+	}
+}
+
+// judge sets o to a's verdict on the seconds merged so far, its window
+// (and baseline) resolved in live and cut to the seconds it holds.
+func (lw *liveWindows) judge(live *plan.Plan, a scenario.Assertion, win string, o *Provisional) {
+	if lw == nil {
+		o.Message = "judged on the measured seconds when the run ends"
+		return
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	keys := []windowKey{{a.Stream, win}}
+	if a.Type == scenario.AssertIsolation {
+		keys = append(keys, windowKey{a.Stream, "baseline"})
+	}
+	var buckets []*measure.Bucket
+	cut := map[string]time.Duration{}
+	for _, k := range keys {
+		agg := lw.aggs[k]
+		switch {
+		case agg == nil:
+			o.Message = "judged on the measured seconds when the run ends"
+			return
+		case agg.moved:
+			o.Message = fmt.Sprintf("window %s moved after its first seconds were measured (a fault started or ended by hand): judged when the run ends", k.window)
+			return
+		case agg.b == nil:
+			o.Message = fmt.Sprintf("no second of window %s has closed yet (a second closes the stream's timeout + 2 s after it ends)", k.window)
+			return
+		}
+		buckets = append(buckets, agg.b)
+		cut[k.window] = agg.to
+	}
+	if len(buckets) == 2 {
+		// The window and the baseline side by side in one series: each
+		// must lie outside the other.
+		x, y := buckets[0], buckets[1]
+		if x.Start > y.Start {
+			x, y = y, x
+		}
+		if x.Start+x.Width > y.Start {
+			o.Message = "the window overlaps the baseline: judged when the run ends"
+			return
+		}
+		buckets = []*measure.Bucket{x, y}
+	}
+	p := *live
+	p.Windows = slices.Clone(live.Windows)
+	for i := range p.Windows {
+		w := &p.Windows[i]
+		end, ok := cut[w.Name]
+		if !ok {
+			end = cut[win]
+		}
+		w.End = max(w.Start, min(w.End, end))
+	}
+	res := assert.Judge(&p, []scenario.Assertion{a}, nil, map[string]*measure.Series{a.Stream: {Stream: a.Stream, Buckets: buckets}})
+	rr := res[0]
+	o.Verdict, o.Figure, o.Bound, o.Message, o.Through = string(rr.Verdict), rr.Figure.Text, rr.Bound, rr.Message, cut[win]
+}

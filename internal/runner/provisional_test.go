@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/plan"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// TestLiveWindows feeds closed seconds to the console's running
+// aggregates: a second counts in a window that holds it wholly, a window
+// that moves after taking seconds is left to the run's end, and the
+// verdict covers the seconds taken.
+func TestLiveWindows(t *testing.T) {
+	sec := func(at int, n int64, lat time.Duration) *measure.Bucket {
+		b := measure.NewBucket(time.Duration(at)*time.Second, time.Second)
+		for range n {
+			b.Requests++
+			b.OK++
+			b.Codes[200]++
+			_ = b.Latency.RecordValue(lat.Microseconds())
+		}
+		b.Intended = n
+		return b
+	}
+	windows := func(faultStart, faultEnd time.Duration) *plan.Plan {
+		return &plan.Plan{Duration: 20 * time.Second, Warmup: time.Second, Windows: []plan.Window{
+			{Name: "run", Start: time.Second, End: 20 * time.Second},
+			{Name: "baseline", Start: time.Second, End: faultStart},
+			{Name: "fault:slow", Start: faultStart, End: faultEnd, Fault: "slow"},
+		}}
+	}
+	maxLat := scenario.Duration{Duration: 20 * time.Millisecond}
+	p50, ratio := scenario.Percentile(50), 2.0
+	sc := &scenario.Scenario{Assertions: []scenario.Assertion{
+		{Name: "p50", Type: scenario.AssertLatency, Stream: "s", Percentile: &p50, MaxLatency: &maxLat, Window: "fault:slow"},
+		{Name: "iso", Type: scenario.AssertIsolation, Stream: "s", Window: "fault:slow", MaxP99Ratio: &ratio},
+		{Name: "restarts", Type: scenario.AssertRestarts, Service: "x"},
+	}}
+	p := windows(5500*time.Millisecond, 10*time.Second)
+	lw := newLiveWindows(sc, p)
+	if n := len(lw.aggs); n != 2 {
+		t.Fatalf("%d aggregates, want 2 (fault:slow, baseline of stream s)", n)
+	}
+	for at := 1; at < 9; at++ {
+		lat := time.Millisecond
+		if at >= 6 {
+			lat = 100 * time.Millisecond
+		}
+		lw.add("s", sec(at, 10, lat))
+		lw.add("other", sec(at, 99, lat))
+	}
+	if agg := lw.aggs[windowKey{"s", "fault:slow"}]; agg.b == nil || agg.b.Requests != 30 || agg.from != 6*time.Second || agg.to != 9*time.Second {
+		t.Fatalf("fault:slow took %+v; want seconds 6-8 of stream s (the second cut at 5.5 s left out)", agg)
+	}
+	var o Provisional
+	lw.judge(p, sc.Assertions[0], "fault:slow", &o)
+	if o.Verdict != "fail" || o.Through != 9*time.Second {
+		t.Errorf("p50 on seconds 6-8: %+v; want fail through 9 s", o)
+	}
+	o = Provisional{Verdict: "pending"}
+	lw.judge(p, sc.Assertions[1], "fault:slow", &o)
+	if o.Verdict != "fail" {
+		t.Errorf("isolation, baseline 1 ms vs window 100 ms: %+v; want fail", o)
+	}
+
+	// The operator ended the fault at 7.2 s, before seconds it holds.
+	lw.replan(windows(5500*time.Millisecond, 7200*time.Millisecond))
+	o = Provisional{Verdict: "pending"}
+	lw.judge(p, sc.Assertions[0], "fault:slow", &o)
+	if o.Verdict != "pending" || !strings.Contains(o.Message, "moved") {
+		t.Errorf("after the window moved: %+v; want pending, moved", o)
+	}
+
+	// A window not yet measured, and no aggregates without such assertions.
+	lw = newLiveWindows(sc, windows(15*time.Second, 18*time.Second))
+	o = Provisional{Verdict: "pending"}
+	lw.judge(p, sc.Assertions[0], "fault:slow", &o)
+	if o.Verdict != "pending" || !strings.Contains(o.Message, "no second") {
+		t.Errorf("before any second closed: %+v", o)
+	}
+	if lw := newLiveWindows(&scenario.Scenario{Assertions: sc.Assertions[2:]}, p); lw != nil {
+		t.Errorf("aggregates for event-judged assertions only: %+v", lw)
+	}
+}
