@@ -378,19 +378,19 @@ func CheckGenerator(series map[string]*measure.Series, from, to time.Duration, l
 			continue
 		}
 		var failed int64
-		first := time.Duration(-1)
+		var first *measure.Bucket
 		for _, b := range s.Buckets {
 			if !b.Within(from, to) || b.GeneratorFailures() == 0 {
 				continue
 			}
 			failed += b.GeneratorFailures()
-			if first < 0 {
-				first = b.Start
+			if first == nil {
+				first = b
 			}
 		}
 		if failed > 0 {
 			out = append(out, fmt.Sprintf("stream %q: drill ran out of file descriptors%s and could not send %d requests, the first due in t=%s..%s: they never reached the target; raise the limit (ulimit -n 65536) or lower the stream's maxWorkers or timeout (each request in flight holds a connection)",
-				n, lim, failed, first, first+time.Second))
+				n, lim, failed, first.Start, first.Start+first.Width))
 		}
 	}
 	return out
