@@ -32,7 +32,7 @@ func fixtureRuns() map[string]*record.Run {
 		if b.Start == 25*time.Second {
 			b.Late = 42
 			for range 20 {
-				_ = b.Lag.RecordValue(18_000) // µs
+				b.Lag.Record(18 * time.Millisecond)
 			}
 		}
 	}

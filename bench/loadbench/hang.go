@@ -89,7 +89,7 @@ func vegetaLag(path string, rate int) error {
 			t0 = due
 		}
 	}
-	lag := measure.NewHistogram()
+	lag := measure.NewHist()
 	var late int64
 	for _, h := range hits {
 		l := h.ts.Sub(t0.Add(time.Duration(h.seq) * step))

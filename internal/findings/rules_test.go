@@ -105,7 +105,7 @@ func (r *run) fail(from, to int, n int64, code int, kind string) {
 func (r *run) slow(from, to int, d time.Duration) {
 	for s := from; s < to; s++ {
 		b := r.orders.Buckets[s]
-		b.Latency = measure.NewHistogram()
+		b.Latency = measure.NewHist()
 		for i := 0; i < 100; i++ {
 			measure.Record(b.Latency, d)
 		}

@@ -43,8 +43,13 @@ func rssMiB() float64 {
 // journal (closed seconds written to seconds.jsonl, as drill run does) and
 // without (every second kept packed in memory, as before the journal).
 // Latencies spread over 0.5-50 ms with a tail to 2 s, lags over 0-500 µs,
-// 1 % 503s, so histograms hold many distinct values. Run it with
-// -benchtime=1x: one iteration is an hour of load.
+// 1 % 503s, so histograms hold many distinct values. With the journal it
+// also reads the journal so far back at each of those points, as the end
+// of drill run does to judge and report (measure.LoadSeries, then the run
+// window and every second's p50/p99/max, as the judge and the plots
+// read them), and prints the heap that holds while the series is live and
+// the time the read took. Run it with -benchtime=1x: one iteration is an
+// hour of load.
 func BenchmarkLongRunMemory(b *testing.B) {
 	for _, mode := range []string{"journal", "memory"} {
 		b.Run(mode, func(b *testing.B) {
@@ -62,9 +67,10 @@ func longRun(b *testing.B, journal bool) {
 		recs[i] = newRecorder(time.Second, 0)
 	}
 	var j *measure.Journal
+	path := filepath.Join(b.TempDir(), measure.SecondsFile)
 	if journal {
 		var err error
-		if j, err = measure.CreateJournal(filepath.Join(b.TempDir(), measure.SecondsFile)); err != nil {
+		if j, err = measure.CreateJournal(path); err != nil {
 			b.Fatal(err)
 		}
 		defer j.Close()
@@ -119,6 +125,40 @@ func longRun(b *testing.B, journal bool) {
 			fmt.Printf("long run (%s) %2d min at 4,350 req/s: heap in use %6.1f MiB, RSS %6.1f MiB, seconds held %d\n",
 				map[bool]string{true: "journal", false: "memory"}[journal], min, heap, rssMiB(), held)
 			b.ReportMetric(heap, fmt.Sprintf("heapMiB@%dmin", min))
+			if journal {
+				readBack(b, path, min)
+			}
 		}
 	}
+}
+
+// readBack reads the journal at path as the end of drill run does and
+// prints the heap in use while the series it built is live, above the
+// heap before, and how long reading and walking it took.
+func readBack(b *testing.B, path string, min int) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	t0 := time.Now()
+	series, err := measure.LoadSeries(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seconds := 0
+	var sink time.Duration
+	for _, s := range series {
+		sink += s.Total().Quantile(99)
+		for _, sec := range s.Buckets {
+			sink += sec.Quantile(50) + sec.Quantile(99) + sec.Max()
+			seconds++
+		}
+	}
+	took := time.Since(t0)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(series)
+	held := (float64(after.HeapInuse) - float64(before.HeapInuse)) / (1 << 20)
+	fmt.Printf("  read back at %2d min: %d stream-seconds, series heap %6.1f MiB (%.1f KB per stream-second), RSS %6.1f MiB, read and walk %s (p99s sum %s)\n",
+		min, seconds, held, held*1024/float64(max(seconds, 1)), rssMiB(), took.Round(time.Millisecond), sink.Round(time.Second))
+	b.ReportMetric(held, fmt.Sprintf("seriesMiB@%dmin", min))
 }

@@ -193,7 +193,7 @@ func (r *recorder) snapshot(from, to int64) []*measure.Bucket {
 			s := r.slots[i]
 			switch {
 			case s.packed != nil:
-				b = s.packed.Unpack()
+				b = s.packed.Bucket() // stays packed: a run's seconds fit in memory
 				b.Merge(s.dense)
 			case s.dense != nil:
 				b = s.dense.Clone()

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // bucketJSON is the run.json form of a Bucket. Durations are nanoseconds
@@ -29,37 +27,6 @@ type bucketJSON struct {
 	Retries        int64            `json:"retries,omitempty"`
 }
 
-// EncodeHistogram returns h in the HdrHistogram V2 compressed encoding,
-// base64; "" for a nil or empty histogram.
-func EncodeHistogram(h *hdrhistogram.Histogram) (string, error) {
-	if h == nil || h.TotalCount() == 0 {
-		return "", nil
-	}
-	b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-	if err != nil {
-		return "", fmt.Errorf("encode histogram: %w", err)
-	}
-	return string(b), nil
-}
-
-// DecodeHistogram reads a histogram written by EncodeHistogram; "" gives
-// an empty histogram. The result is merged into a NewHistogram so its
-// range is always 1 µs .. 120 s.
-func DecodeHistogram(s string) (*hdrhistogram.Histogram, error) {
-	h := NewHistogram()
-	if s == "" {
-		return h, nil
-	}
-	d, err := hdrhistogram.Decode([]byte(s))
-	if err != nil {
-		return nil, fmt.Errorf("decode histogram: %w", err)
-	}
-	if dropped := h.Merge(d); dropped > 0 {
-		return nil, fmt.Errorf("decode histogram: %d values outside 1µs..120s", dropped)
-	}
-	return h, nil
-}
-
 // MarshalJSON writes b compactly (see bucketJSON).
 func (b *Bucket) MarshalJSON() ([]byte, error) {
 	j := bucketJSON{
@@ -68,20 +35,21 @@ func (b *Bucket) MarshalJSON() ([]byte, error) {
 		Late: b.Late, ShedRetryAfter: b.ShedRetryAfter, Retries: b.Retries,
 	}
 	var err error
-	if j.Latency, err = EncodeHistogram(b.Latency); err != nil {
+	if j.Latency, err = b.Latency.Encode(); err != nil {
 		return nil, err
 	}
-	if j.Lag, err = EncodeHistogram(b.Lag); err != nil {
+	if j.Lag, err = b.Lag.Encode(); err != nil {
 		return nil, err
 	}
-	if j.Shed, err = EncodeHistogram(b.Shed); err != nil {
+	if j.Shed, err = b.Shed.Encode(); err != nil {
 		return nil, err
 	}
 	return json.Marshal(j)
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote; histograms and maps are
-// never nil afterwards.
+// never nil afterwards, and the histograms are in packed form (a read
+// bucket is a closed second or window: see [Hist]).
 func (b *Bucket) UnmarshalJSON(data []byte) error {
 	var j bucketJSON
 	if err := json.Unmarshal(data, &j); err != nil {
@@ -99,13 +67,13 @@ func (b *Bucket) UnmarshalJSON(data []byte) error {
 		b.Errors = map[string]int64{}
 	}
 	var err error
-	if b.Latency, err = DecodeHistogram(j.Latency); err != nil {
+	if b.Latency, err = DecodeHist(j.Latency); err != nil {
 		return fmt.Errorf("decode bucket at %s latency: %w", j.Start, err)
 	}
-	if b.Lag, err = DecodeHistogram(j.Lag); err != nil {
+	if b.Lag, err = DecodeHist(j.Lag); err != nil {
 		return fmt.Errorf("decode bucket at %s lag: %w", j.Start, err)
 	}
-	if b.Shed, err = DecodeHistogram(j.Shed); err != nil {
+	if b.Shed, err = DecodeHist(j.Shed); err != nil {
 		return fmt.Errorf("decode bucket at %s shed: %w", j.Start, err)
 	}
 	return nil

@@ -7,12 +7,7 @@ import "time"
 func (b *Bucket) Quantile(q float64) time.Duration { return Quantile(b.Latency, q) }
 
 // Max returns the largest latency in b (HDR resolution); 0 when empty.
-func (b *Bucket) Max() time.Duration {
-	if b.Latency == nil || b.Latency.TotalCount() == 0 {
-		return 0
-	}
-	return time.Duration(b.Latency.Max()) * time.Microsecond
-}
+func (b *Bucket) Max() time.Duration { return b.Latency.Max() }
 
 // ErrorRate is Failures/Requests in 0..1; 0 when b has no request.
 func (b *Bucket) ErrorRate() float64 {

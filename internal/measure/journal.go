@@ -180,14 +180,18 @@ func ReadJournal(r io.Reader, fn JournalReader) error {
 
 // SeriesBuilder gathers journal seconds into one [Series] per stream: a
 // second seen twice is merged, and the buckets come out sorted by Start.
-// Memory: one dense bucket (three histograms, ~450 KB) per stream-second
-// gathered. The zero value is ready to use; not safe for concurrent use.
+// Memory: one bucket with packed histograms ([Hist]: a few KB, where a
+// dense one is ~450 KB) per stream-second gathered, so an hour of the
+// seeds' three streams is tens of MB. The zero value is ready to use; not
+// safe for concurrent use.
 type SeriesBuilder struct {
 	byStream map[string]map[int64]*Bucket
 }
 
-// Add merges b (stream's second) into the builder; b may be kept.
+// Add merges b (stream's second) into the builder; b may be kept, and its
+// histograms are packed in place ([Bucket.Pack]).
 func (sb *SeriesBuilder) Add(stream string, b *Bucket) {
+	b.Pack()
 	if sb.byStream == nil {
 		sb.byStream = map[string]map[int64]*Bucket{}
 	}

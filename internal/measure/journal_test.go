@@ -41,7 +41,7 @@ func sameBucket(t *testing.T, what string, got, want *Bucket) {
 	}
 	for _, h := range []struct {
 		name      string
-		got, want *hdrhistogram.Histogram
+		got, want *Hist
 	}{
 		{"latency", got.Latency, want.Latency},
 		{"lag", got.Lag, want.Lag},
@@ -152,9 +152,14 @@ func TestReadJournalErrors(t *testing.T) {
 }
 
 // counts is h's every count (nil for a nil histogram).
-func counts(h *hdrhistogram.Histogram) *hdrhistogram.Snapshot {
+func counts(h *Hist) *hdrhistogram.Snapshot {
 	if h == nil {
 		return nil
 	}
-	return h.Export()
+	d := NewHist()
+	d.Merge(h) // dense, whatever h's form
+	if d.dense == nil {
+		return nil
+	}
+	return d.dense.Export()
 }

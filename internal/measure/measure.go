@@ -25,31 +25,19 @@ const (
 	histSigFigs = 3
 )
 
-// NewHistogram returns an empty latency histogram in µs (1 µs .. 120 s, 3
-// significant figures). Values above the range are clamped to its top.
-func NewHistogram() *hdrhistogram.Histogram {
+// newDense returns an empty dense HDR histogram in µs with the
+// geometry of every [Hist] (1 µs .. 120 s, 3 significant figures): about
+// 147 KB of buckets.
+func newDense() *hdrhistogram.Histogram {
 	return hdrhistogram.New(histMin, histMax, histSigFigs)
 }
 
-// Record adds d (clamped to the histogram's range) to h in µs.
-func Record(h *hdrhistogram.Histogram, d time.Duration) {
-	v := d.Microseconds()
-	if v < histMin {
-		v = histMin
-	}
-	if v > histMax {
-		v = histMax
-	}
-	_ = h.RecordValue(v)
-}
+// Record adds d (clamped to 1 µs .. 120 s) to h ([Hist.Record]).
+func Record(h *Hist, d time.Duration) { h.Record(d) }
 
-// Quantile returns the q-th percentile (q in 0..100) of h as a duration.
-func Quantile(h *hdrhistogram.Histogram, q float64) time.Duration {
-	if h == nil || h.TotalCount() == 0 {
-		return 0
-	}
-	return time.Duration(h.ValueAtQuantile(q)) * time.Microsecond
-}
+// Quantile returns the q-th percentile (q in 0..100) of h as a duration;
+// 0 for a nil or empty h ([Hist.Quantile]).
+func Quantile(h *Hist, q float64) time.Duration { return h.Quantile(q) }
 
 // Error kinds of requests that got no HTTP response.
 const (
@@ -124,25 +112,26 @@ type Bucket struct {
 	// BytesIn and BytesOut are body bytes received and sent.
 	BytesIn, BytesOut int64
 	// Latency of every completed request in µs, from its intended send time.
-	Latency *hdrhistogram.Histogram
+	Latency *Hist
 	// Lag is the dispatch lag (actual - intended send time) in µs.
-	Lag *hdrhistogram.Histogram
+	Lag *Hist
 	// Late counts requests whose lag exceeded the stream's budget.
 	Late int64
 	// Shed is the latency in µs of shed responses (503 and 429).
-	Shed *hdrhistogram.Histogram
+	Shed *Hist
 	// ShedRetryAfter counts shed responses that carried Retry-After.
 	ShedRetryAfter int64
 	// Retries counts retry attempts (not included in Requests).
 	Retries int64
 }
 
-// NewBucket returns an empty bucket.
+// NewBucket returns an empty bucket; its histograms take memory from their
+// first value.
 func NewBucket(start, width time.Duration) *Bucket {
 	return &Bucket{
 		Start: start, Width: width,
 		Codes: map[int]int64{}, Errors: map[string]int64{},
-		Latency: NewHistogram(), Lag: NewHistogram(), Shed: NewHistogram(),
+		Latency: NewHist(), Lag: NewHist(), Shed: NewHist(),
 	}
 }
 
@@ -199,12 +188,12 @@ func (b *Bucket) mergeCounts(o *Bucket) {
 }
 
 // mergeHist adds src into *dst, allocating *dst when it is nil.
-func mergeHist(dst **hdrhistogram.Histogram, src *hdrhistogram.Histogram) {
-	if src == nil || src.TotalCount() == 0 {
+func mergeHist(dst **Hist, src *Hist) {
+	if src.TotalCount() == 0 {
 		return
 	}
 	if *dst == nil {
-		*dst = NewHistogram()
+		*dst = NewHist()
 	}
 	(*dst).Merge(src)
 }

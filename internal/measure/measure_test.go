@@ -2,6 +2,7 @@ package measure
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -129,7 +130,8 @@ func TestPackRoundTrip(t *testing.T) {
 	b.Errors[ErrReset] = 1
 	p := Pack(b)
 	u := p.Unpack()
-	if !u.Latency.Equals(b.Latency) || !u.Lag.Equals(b.Lag) || !u.Shed.Equals(b.Shed) {
+	if !reflect.DeepEqual(counts(u.Latency), counts(b.Latency)) || !reflect.DeepEqual(counts(u.Lag), counts(b.Lag)) ||
+		!reflect.DeepEqual(counts(u.Shed), counts(b.Shed)) {
 		t.Fatal("histograms differ after pack/unpack")
 	}
 	if u.Requests != b.Requests || u.Codes[429] != 20 || u.Errors[ErrReset] != 1 || u.ShedRetryAfter != 20 || u.Start != b.Start {
@@ -167,7 +169,8 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 	for i, b := range s.Buckets {
 		g := back.Buckets[i]
-		if !g.Latency.Equals(b.Latency) || !g.Lag.Equals(b.Lag) || !g.Shed.Equals(b.Shed) {
+		if !reflect.DeepEqual(counts(g.Latency), counts(b.Latency)) || !reflect.DeepEqual(counts(g.Lag), counts(b.Lag)) ||
+			!reflect.DeepEqual(counts(g.Shed), counts(b.Shed)) {
 			t.Fatalf("bucket %d: histograms differ", i)
 		}
 		if g.Start != b.Start || g.Width != b.Width || g.Requests != b.Requests || g.OK != b.OK ||
@@ -176,7 +179,7 @@ func TestJSONRoundTrip(t *testing.T) {
 			t.Fatalf("bucket %d differs: %+v vs %+v", i, g, b)
 		}
 	}
-	if _, err := DecodeHistogram("not-base64!"); err == nil {
+	if _, err := DecodeHist("not-base64!"); err == nil {
 		t.Fatal("want an error for a corrupt histogram")
 	}
 }

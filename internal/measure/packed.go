@@ -7,82 +7,69 @@ import (
 )
 
 // Packed is a closed [Bucket] in compact form: the same counters, with
-// sparse HDR histograms ([hdrhistogram.PackedHistogram]) whose size grows
-// with the number of distinct latency values (typically a few KB per
-// second of load) instead of ~147 KB per dense histogram. The load engine
-// packs each second once no more results can arrive for it, so its memory
-// stays nearly flat over a long run. Not safe for concurrent use.
+// its histograms packed ([Hist.Pack]: their size grows with the number of
+// distinct latency values, typically a few KB per second of load, instead
+// of ~147 KB per dense histogram). The load engine packs each second once
+// no more results can arrive for it, so its memory stays nearly flat over
+// a long run. Not safe for concurrent use.
 type Packed struct {
-	counts             Bucket // Start, Width and the counters; no histograms
-	latency, lag, shed *hdrhistogram.PackedHistogram
+	b Bucket
 }
 
-// newPacked returns an empty sparse histogram with NewHistogram's geometry.
+// newPacked returns an empty sparse histogram with newDense's geometry.
 func newPacked() *hdrhistogram.PackedHistogram {
 	return hdrhistogram.NewPacked(histMin, histMax, histSigFigs)
 }
 
-// packHist copies a dense histogram into a compact sparse one; nil when h
-// is nil or empty.
-func packHist(h *hdrhistogram.Histogram) *hdrhistogram.PackedHistogram {
-	if h == nil || h.TotalCount() == 0 {
-		return nil
-	}
-	p := newPacked()
-	p.MergeFrom(h)
-	p.Compact()
-	return p
+// packedClone returns a packed copy of h (an empty Hist when h is nil or
+// empty).
+func packedClone(h *Hist) *Hist {
+	c := h.Clone()
+	c.Pack()
+	return c
 }
 
 // Pack returns b in compact form. b is not modified.
 func Pack(b *Bucket) *Packed {
-	p := &Packed{
-		counts:  Bucket{Start: b.Start, Width: b.Width},
-		latency: packHist(b.Latency), lag: packHist(b.Lag), shed: packHist(b.Shed),
-	}
-	p.counts.mergeCounts(b)
+	p := &Packed{b: Bucket{Start: b.Start, Width: b.Width,
+		Latency: packedClone(b.Latency), Lag: packedClone(b.Lag), Shed: packedClone(b.Shed)}}
+	p.b.mergeCounts(b)
 	return p
 }
 
-// MergeInto adds p's counts into b (b's Start and Width are kept); b's
-// histograms are allocated when nil.
-func (p *Packed) MergeInto(b *Bucket) {
-	b.mergeCounts(&p.counts)
-	mergePacked(&b.Latency, p.latency)
-	mergePacked(&b.Lag, p.lag)
-	mergePacked(&b.Shed, p.shed)
-}
-
-func mergePacked(dst **hdrhistogram.Histogram, src *hdrhistogram.PackedHistogram) {
-	if src == nil || src.TotalCount() == 0 {
-		return
-	}
-	if *dst == nil {
-		*dst = NewHistogram()
-	}
-	src.MergeInto(*dst)
-}
+// MergeInto adds p's counts and histograms into b (b's Start and Width are
+// kept; its histograms are allocated when nil).
+func (p *Packed) MergeInto(b *Bucket) { b.Merge(&p.b) }
 
 // Late is p's count of requests whose dispatch lag exceeded the stream's
 // budget ([Bucket.Late]).
-func (p *Packed) Late() int64 { return p.counts.Late }
+func (p *Packed) Late() int64 { return p.b.Late }
 
-// Unpack returns p as a new dense Bucket.
+// Unpack returns p as a new Bucket (its histograms dense).
 func (p *Packed) Unpack() *Bucket {
-	b := NewBucket(p.counts.Start, p.counts.Width)
+	b := NewBucket(p.b.Start, p.b.Width)
 	p.MergeInto(b)
 	return b
 }
 
+// Bucket returns a copy of p as a Bucket whose histograms stay packed (a
+// few KB, where [Packed.Unpack]'s dense ones take ~450 KB): for a closed
+// second that is kept, read or merged into, not recorded into at speed.
+func (p *Packed) Bucket() *Bucket { return p.b.Clone() }
+
 // Size is an estimate of p's memory in bytes (histogram storage only).
 func (p *Packed) Size() int {
-	n := 0
-	for _, h := range []*hdrhistogram.PackedHistogram{p.latency, p.lag, p.shed} {
+	return p.b.Latency.Size() + p.b.Lag.Size() + p.b.Shed.Size()
+}
+
+// Pack turns b's histograms into their packed form in place ([Hist.Pack]):
+// for a bucket that will receive no more values but is kept.
+func (b *Bucket) Pack() {
+	for _, h := range []*Hist{b.Latency, b.Lag, b.Shed} {
 		if h != nil {
-			n += h.GetMemorySize()
+			h.Pack()
 		}
 	}
-	return n
 }
 
 // Clone returns a deep copy of b (nil histograms stay nil).
@@ -114,9 +101,9 @@ func (b *Bucket) Reset(start, width time.Duration) {
 	lat, lag, shed := b.Latency, b.Lag, b.Shed
 	codes, errs := b.Codes, b.Errors
 	*b = Bucket{Start: start, Width: width, Latency: lat, Lag: lag, Shed: shed, Codes: codes, Errors: errs}
-	for _, h := range []**hdrhistogram.Histogram{&b.Latency, &b.Lag, &b.Shed} {
+	for _, h := range []**Hist{&b.Latency, &b.Lag, &b.Shed} {
 		if *h == nil {
-			*h = NewHistogram()
+			*h = NewHist()
 		} else {
 			(*h).Reset()
 		}

@@ -71,7 +71,7 @@ var ErrNoJournal = errors.New("no run journal")
 // unverified, with the command that removes what the run may have left.
 // Results and findings are not computed: call [Run.Rejudge].
 //
-// Memory: every second of the journal, dense (see
+// Memory: every second of the journal, its histograms packed (see
 // measure.SeriesBuilder), as for judging a finished run. Errors: the
 // journal is missing (wraps [ErrNoJournal]), unreadable, has no header,
 // or a header of another schema.

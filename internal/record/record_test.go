@@ -316,7 +316,7 @@ func TestCheckLagWorstSecond(t *testing.T) {
 		b := measure.NewBucket(time.Duration(i)*time.Second, time.Second)
 		b.Requests = 100
 		for j := 0; j < 100; j++ {
-			_ = b.Lag.RecordValue(int64(500 + 100*i)) // µs
+			b.Lag.Record(time.Duration(500+100*i) * time.Microsecond)
 		}
 		switch i {
 		case 3:

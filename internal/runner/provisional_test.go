@@ -21,7 +21,7 @@ func TestLiveWindows(t *testing.T) {
 			b.Requests++
 			b.OK++
 			b.Codes[200]++
-			_ = b.Latency.RecordValue(lat.Microseconds())
+			b.Latency.Record(lat)
 		}
 		b.Intended = n
 		return b

@@ -91,9 +91,10 @@ func (rj *runJournal) writeEvent(e event.Event) {
 
 // finish stops following events (those already logged are written),
 // reads the journal's seconds back and closes it. The series map has one
-// Series per stream that measured a second. Memory: every second, dense
-// (measure.SeriesBuilder). Errors: the journal was never started, an
-// event could not be written, or the file cannot be read back.
+// Series per stream that measured a second. Memory: every second, with
+// packed histograms (measure.SeriesBuilder: a few KB per stream-second).
+// Errors: the journal was never started, an event could not be written,
+// or the file cannot be read back.
 func (rj *runJournal) finish() (map[string]*measure.Series, error) {
 	if rj.j == nil {
 		return nil, errors.New("the run journal was never started")

@@ -240,7 +240,7 @@ func logRun(t *testing.T, run *record.Run) {
 			100*float64(b.Late)/float64(b.Requests))
 		if b.Lag != nil {
 			line += fmt.Sprintf(", dispatch lag p99 %.1fms max %.1fms",
-				float64(b.Lag.ValueAtQuantile(99))/1000, float64(b.Lag.Max())/1000)
+				float64(b.Lag.Quantile(99).Microseconds())/1000, float64(b.Lag.Max().Microseconds())/1000)
 		}
 		t.Log(line)
 	}
