@@ -129,13 +129,22 @@ func (h *Hist) Pack() {
 	if h.dense == nil {
 		return
 	}
-	if h.dense.TotalCount() > 0 {
-		p := newPacked()
-		p.MergeFrom(h.dense)
-		p.Compact()
-		h.packed = p
+	h.packed, h.dense = h.PackedCopy().packed, nil
+}
+
+// PackedCopy returns an independent packed copy of h (an empty Hist when h
+// is nil or empty); h is not changed.
+func (h *Hist) PackedCopy() *Hist {
+	switch {
+	case h.TotalCount() == 0:
+		return &Hist{}
+	case h.packed != nil:
+		return &Hist{packed: h.packed.Clone()}
 	}
-	h.dense = nil
+	p := newPacked()
+	p.MergeFrom(h.dense)
+	p.Compact()
+	return &Hist{packed: p}
 }
 
 // Packed reports whether h holds the packed form.

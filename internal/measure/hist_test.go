@@ -82,7 +82,7 @@ func TestHistFormsAgree(t *testing.T) {
 		{"dense+packed", dense.Clone(), otherPacked},
 		{"packed+dense", packed.Clone(), other},
 		{"packed+packed", packed.Clone(), otherPacked},
-		{"empty+packed", NewHist(), want.packedCopy()},
+		{"empty+packed", NewHist(), want.PackedCopy()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if dropped := tc.dst.Merge(tc.src); dropped != 0 {
@@ -93,18 +93,11 @@ func TestHistFormsAgree(t *testing.T) {
 	}
 }
 
-// packedCopy is a test helper: a packed clone of h.
-func (h *Hist) packedCopy() *Hist {
-	c := h.Clone()
-	c.Pack()
-	return c
-}
-
 // TestHistEmpty: nil and empty Hists read as empty in either form, and an
 // empty Hist packs to nothing and records again.
 func TestHistEmpty(t *testing.T) {
 	var nilHist *Hist
-	for _, h := range []*Hist{nilHist, NewHist(), NewHist().packedCopy()} {
+	for _, h := range []*Hist{nilHist, NewHist(), NewHist().PackedCopy()} {
 		if h.TotalCount() != 0 || h.Quantile(99) != 0 || h.Max() != 0 || h.Size() != 0 {
 			t.Fatalf("empty hist: count %d p99 %s max %s size %d", h.TotalCount(), h.Quantile(99), h.Max(), h.Size())
 		}
@@ -118,7 +111,7 @@ func TestHistEmpty(t *testing.T) {
 	if h.TotalCount() != 1 || h.Quantile(50) < 3*time.Millisecond {
 		t.Fatalf("after pack of empty then record: count %d p50 %s", h.TotalCount(), h.Quantile(50))
 	}
-	p := h.packedCopy()
+	p := h.PackedCopy()
 	p.Record(4 * time.Millisecond) // a packed Hist records in place
 	if p.TotalCount() != 2 || !p.Packed() {
 		t.Fatalf("packed record: count %d packed %v", p.TotalCount(), p.Packed())

@@ -21,18 +21,10 @@ func newPacked() *hdrhistogram.PackedHistogram {
 	return hdrhistogram.NewPacked(histMin, histMax, histSigFigs)
 }
 
-// packedClone returns a packed copy of h (an empty Hist when h is nil or
-// empty).
-func packedClone(h *Hist) *Hist {
-	c := h.Clone()
-	c.Pack()
-	return c
-}
-
 // Pack returns b in compact form. b is not modified.
 func Pack(b *Bucket) *Packed {
 	p := &Packed{b: Bucket{Start: b.Start, Width: b.Width,
-		Latency: packedClone(b.Latency), Lag: packedClone(b.Lag), Shed: packedClone(b.Shed)}}
+		Latency: b.Latency.PackedCopy(), Lag: b.Lag.PackedCopy(), Shed: b.Shed.PackedCopy()}}
 	p.b.mergeCounts(b)
 	return p
 }
