@@ -709,8 +709,8 @@ func (s *stream) record(r *vegeta.Result) {
 // Series returns each stream's per-second buckets (by intended send time,
 // aligned to t=0), contiguous from the stream's first second to its last
 // (with Options.Seconds: from the oldest second it still holds).
-// Each call returns fresh copies (dense histograms, ~450 KB per bucket):
-// safe during Run (a snapshot; Intended then counts hits due so far) and
+// Each call returns fresh copies (closed seconds with packed histograms, a
+// few KB per bucket; open ones dense, ~450 KB): safe during Run (a snapshot; Intended then counts hits due so far) and
 // after it.
 func (e *Engine) Series() map[string]*measure.Series {
 	out := make(map[string]*measure.Series, len(e.streams))
