@@ -11,6 +11,9 @@
 #   (7) always: the console's cost: a real drill run of the seeds' load with --ui and 10 viewers vs without, alternating
 #       (--long adds one 10-minute run per side for its memory)
 #   bench/run.sh --only=console   just (7)
+#   (8) always: load workers: drill load on 1, 2 and 4 workers of the real control plane of test/controlplane
+#       (go test ./test/cluster -bench Workers; the first build of the control plane takes 10-20 min)
+#   bench/run.sh --only=workers   just (8)
 #
 # Needs: go, network access to the Go module proxy (installs the vegeta CLI
 # v12.13.0 into a temporary GOBIN). Everything runs on loopback; the stub
@@ -26,8 +29,9 @@ for arg in "$@"; do
 	--quick) SAT_DUR=2s ROUNDS=1 SEEDS_DUR=5s ACC_DUR=3s MEM_DUR=5s HANG_DUR=5s HANG_ROUNDS=1 CONSOLE_DUR=10s CONSOLE_ROUNDS=1 ;;
 	--only=hang) ONLY=hang ;;
 	--only=console) ONLY=console ;;
+	--only=workers) ONLY=workers ;;
 	--mem-scale=*) MEM_SCALE=${arg#--mem-scale=} ;;
-	*) echo "usage: $0 [--long] [--quick] [--mem-scale=X] [--only=hang|console]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--long] [--quick] [--mem-scale=X] [--only=hang|console|workers]" >&2; exit 2 ;;
 	esac
 done
 
@@ -85,6 +89,12 @@ hang_bench() {
 		done
 	done
 }
+# workers_bench: section (8), also alone with --only=workers.
+workers_bench() {
+	echo "== (8) load workers: drill load of 2,000 req/s for 20 s on 1, 2 and 4 workers of the real control plane (test/cluster)"
+	go test ./test/cluster -run '^$' -bench 'Workers' -benchtime=1x -timeout 60m | grep -E '^workers|^Benchmark|^cluster:|SKIP|FAIL'
+}
+if [ "$ONLY" = workers ]; then workers_bench; exit 0; fi
 if [ "$ONLY" = hang ]; then hang_bench; exit 0; fi
 
 "$tmp/stub" -addr 127.0.0.1:0,127.0.0.1:0,127.0.0.1:0 >"$tmp/stub.out" &
@@ -153,3 +163,5 @@ go test ./internal/load -run '^$' -bench 'LongRunMemory' -benchtime=1x | grep -E
 hang_bench
 
 console_bench
+
+workers_bench

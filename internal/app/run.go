@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ type runFlags struct {
 	export       exportFlags
 	pushRequired bool
 	ui           uiFlags
+	startMargin  time.Duration
 }
 
 func newRunCommand(g *Globals) *cobra.Command {
@@ -40,7 +42,14 @@ without cleanup (run drill cleanup afterwards).
 With --ui, drill serves a game-day console while the run lasts (its URL and
 token on stderr): live plots and timeline, and controls to end, hold,
 release or start (at: manual) a fault, stop load, abort and annotate, each
-recorded in run.json and report.html.`,
+recorded in run.json and report.html.
+
+A kubernetes scenario with load.workers drives its streams from that many
+worker pods of one Indexed Job in the scenario's namespace (image
+load.image): the Job is created before t=0, t=0 lies --start-margin
+(default 30 s) after it, and the workers' merged seconds are judged as one
+process's would be. A worker that fails, starts late or stops reporting
+makes the run invalid (exit 4); the summary lists each worker.`,
 		Args: exactArgs(1, "a scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.export.check("push"); err != nil {
@@ -83,6 +92,8 @@ recorded in run.json and report.html.`,
 				RunID:       f.runID,
 				Version:     g.Version,
 				OnLive:      ui.attach(),
+
+				WorkersStartMargin: f.startMargin,
 			})
 			ui.finish(cmd.Context(), g, res, err)
 			if res.Record != nil && (f.export.pushgateway != "" || f.export.metricsFile != "") {
@@ -102,6 +113,7 @@ recorded in run.json and report.html.`,
 	cmd.Flags().StringVar(&f.runID, "run-id", "", "run id carried by every toxic (default: UTC time and random bits)")
 	f.export.add(cmd, "push")
 	cmd.Flags().BoolVar(&f.pushRequired, "push-required", false, "exit 3 when the run passed but its metrics could not be pushed or written")
+	cmd.Flags().DurationVar(&f.startMargin, "start-margin", runner.DefaultWorkersStartMargin, "load.workers: how long after the workers Job is created t=0 lies (time to schedule and start the pods)")
 	f.ui.add(cmd)
 	return cmd
 }

@@ -51,6 +51,16 @@ func (c *Clock) Rezero() time.Duration {
 	return now.Sub(*old)
 }
 
+// RezeroAt moves t=0 to at and returns how far it moved (as [Clock.Rezero]
+// does for now). A run whose load starts at an instant fixed in advance
+// (the load workers' shared t=0) calls it once that instant has come; at
+// should carry a monotonic reading (time.Now().Add(d), not a time stripped
+// by UTC or Round(0)) for sub-millisecond offsets.
+func (c *Clock) RezeroAt(at time.Time) time.Duration {
+	old := c.start.Swap(&at)
+	return at.Sub(*old)
+}
+
 // Kind names what an event records.
 type Kind string
 

@@ -105,6 +105,10 @@ type Run struct {
 	// dependency), the machine's busy share and its cores, per second;
 	// nil when it was not measured (no /proc, or a record written before).
 	CPU *cpuuse.Usage `json:"cpu,omitempty"`
+	// LoadWorkers is each load worker's account of its share, by index,
+	// when the scenario's load ran on worker pods (load.workers); empty
+	// when the load ran in drill's process.
+	LoadWorkers []LoadWorker `json:"loadWorkers,omitempty"`
 	// Secrets are values the run knows to be secret beyond those written
 	// in its scenario (values read with ${env.NAME}); never written, used
 	// by [Redact] wherever they appear.
@@ -406,4 +410,36 @@ func (v Validity) Summary() string {
 		return "valid"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// LoadWorker is what one load worker of a run did (a scenario with
+// load.workers): its pod, the requests it sent and how many of them were
+// late, its dispatch lag, how late it got ready after its first stream's
+// start, and its clock against the API server's. Durations are in ns in
+// JSON, as elsewhere in run.json.
+type LoadWorker struct {
+	// Index is the worker's Job completion index (0..N-1).
+	Index int `json:"index"`
+	// Pod is the worker's pod ("" when none was seen).
+	Pod string `json:"pod,omitempty"`
+	// State is done (it finished its schedule), failed (Error says how:
+	// the run is invalid) or stopped (another worker failed, or the run's
+	// load was stopped early).
+	State string `json:"state"`
+	// Sent and Late count the worker's requests and those sent later than
+	// the stream's lag budget.
+	Sent int64 `json:"sent"`
+	Late int64 `json:"late"`
+	// LagP99 and LagMax are its dispatch lag's 99th percentile and
+	// maximum over all its streams.
+	LagP99 time.Duration `json:"lagP99"`
+	LagMax time.Duration `json:"lagMax"`
+	// StartedLate is how long after its first stream's start it got ready
+	// (0: in time).
+	StartedLate time.Duration `json:"startedLate"`
+	// Clock is its clock against the API server's ("-3.96ms ±4.48ms"),
+	// "" when it did not measure it.
+	Clock string `json:"clock,omitempty"`
+	// Error is why it failed, or its own verdict on its schedule.
+	Error string `json:"error,omitempty"`
 }

@@ -97,6 +97,25 @@ func Summary(w io.Writer, run *record.Run) error {
 		}
 		tw.Flush()
 	}
+	if len(run.LoadWorkers) > 0 {
+		fmt.Fprintln(ew, "\nLOAD WORKERS")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  WORKER\tSTATE\tPOD\tSENT\tLATE\tLAG P99\tLAG MAX\tSTARTED LATE\tCLOCK")
+		for _, lw := range run.LoadWorkers {
+			clock := lw.Clock
+			if clock == "" {
+				clock = "-"
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", lw.Index, lw.State, lw.Pod, lw.Sent, lw.Late,
+				assert.FormatDuration(lw.LagP99), assert.FormatDuration(lw.LagMax), assert.FormatDuration(lw.StartedLate), clock)
+		}
+		tw.Flush()
+		for _, lw := range run.LoadWorkers {
+			if lw.Error != "" {
+				fmt.Fprintf(ew, "  worker %d: %s\n", lw.Index, lw.Error)
+			}
+		}
+	}
 
 	writeFindings(ew, run.Findings)
 

@@ -75,6 +75,12 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 	rec.Validity.LoadBehind = record.CheckLag(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
 	rec.Validity.ConnectionErrors = record.CheckConnectionErrors(r.sc, rec.Series, r.plan.Warmup, r.plan.Duration)
 	rec.Validity.Problems = append(rec.Validity.Problems, record.CheckGenerator(rec.Series, r.plan.Warmup, r.plan.Duration, openFileLimit())...)
+	if tl.workers != nil {
+		rec.LoadWorkers = tl.workers.reports()
+		if tl.workersInvalid != nil {
+			rec.Validity.Problems = append(rec.Validity.Problems, tl.workersInvalid.Error())
+		}
+	}
 	if r.env != nil {
 		rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.placement.Warnings()...)
 		if r.env.compose != nil {

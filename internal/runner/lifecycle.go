@@ -93,8 +93,20 @@ func (r *run) drive(ctx context.Context) (Result, error) {
 		return r.finishEarly(exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start observers: %w", err)))
 	}
 
-	// t=0: load starts now. Bring-up events get negative offsets.
-	moved := r.clock.Rezero()
+	// t=0: load starts now. Bring-up events get negative offsets. Load
+	// workers share a t=0 fixed in advance: their Job is created now and
+	// t=0 comes once its pods have had the start margin to get ready.
+	var moved time.Duration
+	if tl.workers != nil {
+		if err := tl.workers.begin(ctx); err != nil {
+			stopObservers()
+			stopObs()
+			return r.finishEarly(err)
+		}
+		moved = r.clock.RezeroAt(tl.workers.start)
+	} else {
+		moved = r.clock.Rezero()
+	}
 	r.evlog.Shift(-moved)
 	// The journal's header first: a run killed from here on leaves its
 	// scenario, plan, events and measured seconds for drill report.

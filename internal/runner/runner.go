@@ -35,6 +35,14 @@ type Options struct {
 	Kubeconfig, Context, Namespace string
 	// StateDir holds fault journals; "" = the inject package default.
 	StateDir string
+	// WorkersStartMargin is, for a scenario with load.workers, how long
+	// after the workers' Job is created t=0 lies (time for the pods to be
+	// scheduled and started); 0 = DefaultWorkersStartMargin (30 s).
+	WorkersStartMargin time.Duration
+	// WorkersMaxStartLate: a load worker ready later than this after its
+	// first stream's start makes the run invalid; 0 =
+	// workers.DefaultMaxStartLate (10 ms).
+	WorkersMaxStartLate time.Duration
 	// Executable is the drill binary that runs reference services
 	// (`drill serve ...`); "" = os.Executable().
 	Executable string

@@ -13,13 +13,20 @@ import (
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/load"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/workers"
 )
 
 // timeline runs the load, the faults and the stop conditions.
 type timeline struct {
-	r      *run
-	engine *load.Engine
-	faults *faultScheduler
+	r *run
+	// engine drives the load: the load engine in this process, or the
+	// load workers (workers is then set too).
+	engine  loadDriver
+	workers *workersLoad
+	// workersInvalid is why the load workers' measurement is invalid (a
+	// worker failed, started late or stopped reporting), nil otherwise.
+	workersInvalid error
+	faults         *faultScheduler
 	// streams are the scenario's streams with ${...} expanded.
 	streams []scenario.Stream
 	// warm builds each stream's warm-traffic requests (nil: the stream
@@ -77,6 +84,15 @@ func (r *run) newTimeline() (*timeline, error) {
 	}
 	tl.engine = eng
 	tl.streams = streams
+	if r.sc.Load != nil && r.sc.Load.Workers > 0 {
+		// The engine above checked the streams' requests; the workers
+		// build their own from the same streams.
+		wl, err := newWorkersLoad(r, streams, &tl.journal, r.opts.WorkersStartMargin)
+		if err != nil {
+			return nil, err
+		}
+		tl.engine, tl.workers = wl, wl
+	}
 	if r.opts.OnLive != nil {
 		if tl.live = newLiveWindows(r.sc, livePlan(r, r.evlog.Events())); tl.live != nil {
 			tl.journal.tap = tl.live.add
@@ -142,6 +158,13 @@ func (tl *timeline) execute(ctx context.Context) (time.Duration, error) {
 
 	var err error
 	cpuuse.Do(loadCtx, cpuuse.PartGenerator, func(ctx context.Context) { err = tl.engine.Run(ctx) })
+	if errors.Is(err, workers.ErrWorkerFailed) {
+		// The workers' Job is gone, so is the load: the measurement is
+		// invalid (exit 4), and the timeline ends here.
+		tl.workersInvalid, err = err, nil
+		r.log.Error("a load worker failed: the run is invalid; ending the timeline", "err", tl.workersInvalid)
+		stopTimeline()
+	}
 	if wait := r.plan.Duration - r.clock.Now(); wait > 0 && tlCtx.Err() == nil {
 		t := time.NewTimer(wait)
 		select {

@@ -145,13 +145,3 @@ func printWorkers(w io.Writer, res workers.Result) {
 		fmt.Fprintln(w)
 	}
 }
-
-// refuseWorkersRun refuses (exit 2, before anything is touched) a drill
-// run of a scenario with load.workers: only drill load spreads load over
-// workers so far, and a run must not quietly drive it from one process.
-func refuseWorkersRun(sc *scenario.Scenario) error {
-	if sc.Load == nil || sc.Load.Workers == 0 {
-		return nil
-	}
-	return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: load.workers: drill run does not spread load over workers yet (drill load does); remove load.workers to run the drill from this process", sc.File))
-}

@@ -108,25 +108,3 @@ streams:
 		})
 	}
 }
-
-// TestRunRefusesWorkers: drill run does not spread load over workers yet
-// and says so (exit 2) instead of driving it from one process.
-func TestRunRefusesWorkers(t *testing.T) {
-	tests := []struct {
-		name string
-		load *scenario.LoadSpec
-		code int
-	}{
-		{"no load section", nil, exitcode.OK},
-		{"zero workers", &scenario.LoadSpec{}, exitcode.OK},
-		{"workers", &scenario.LoadSpec{Workers: 2, Image: "drill:1"}, exitcode.BadInput},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			err := refuseWorkersRun(&scenario.Scenario{File: "s.yaml", Load: tc.load})
-			if got := exitcode.Code(err); got != tc.code {
-				t.Errorf("exit %d (%v), want %d", got, err, tc.code)
-			}
-		})
-	}
-}

@@ -86,7 +86,7 @@ func TestMain(m *testing.M) {
 
 // requireEnv returns the shared environment, or skips or fails t when it
 // could not be set up.
-func requireEnv(t *testing.T) *clusterEnv {
+func requireEnv(t testing.TB) *clusterEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a Kubernetes control plane; skipped with -short")

@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/workers"
 )
@@ -42,7 +44,13 @@ const (
 // workersScenario writes a kubernetes scenario whose one stream hits url
 // at workersRate for workersDuration, on n load workers (0: in this
 // process), and returns its path.
-func workersScenario(t *testing.T, url string, n int, duration time.Duration) string {
+func workersScenario(t testing.TB, url string, n int, duration time.Duration) string {
+	t.Helper()
+	return workersScenarioAt(t, url, n, workersRate, duration)
+}
+
+// workersScenarioAt is workersScenario at rate req/s.
+func workersScenarioAt(t testing.TB, url string, n, rate int, duration time.Duration) string {
 	t.Helper()
 	load := ""
 	if n > 0 {
@@ -63,7 +71,7 @@ timeline:
   - name: orders
     targets:
       - url: ` + url + `/orders
-    rate: ` + strconv.Itoa(workersRate) + `/s
+    rate: ` + strconv.Itoa(rate) + `/s
     timeout: 2s
     lagBudget:
       late: 50ms
@@ -78,7 +86,7 @@ timeline:
 
 // stubTarget is an HTTP server on loopback that answers 200 after
 // stubDelay.
-func stubTarget(t *testing.T) string {
+func stubTarget(t testing.TB) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(stubDelay)
@@ -97,7 +105,7 @@ type loadRun struct {
 
 // startLoad starts `drill load -v` of scenario with a t=0 margin of
 // margin, its state (the workers journal) under its own XDG_STATE_HOME.
-func (e *clusterEnv) startLoad(t *testing.T, scenario string, margin time.Duration) *loadRun {
+func (e *clusterEnv) startLoad(t testing.TB, scenario string, margin time.Duration) *loadRun {
 	t.Helper()
 	dir := t.TempDir()
 	r := &loadRun{save: filepath.Join(dir, "series.json"), state: filepath.Join(dir, "state")}
@@ -115,7 +123,7 @@ func (e *clusterEnv) startLoad(t *testing.T, scenario string, margin time.Durati
 
 // wait waits for the run to end (at most timeout) and returns its exit
 // code and stdout.
-func (r *loadRun) wait(t *testing.T, timeout time.Duration) (int, string) {
+func (r *loadRun) wait(t testing.TB, timeout time.Duration) (int, string) {
 	t.Helper()
 	select {
 	case <-r.p.exited:
@@ -128,7 +136,7 @@ func (r *loadRun) wait(t *testing.T, timeout time.Duration) (int, string) {
 }
 
 // total reads the --save file's stream orders, all seconds merged.
-func (r *loadRun) total(t *testing.T) *measure.Bucket {
+func (r *loadRun) total(t testing.TB) *measure.Bucket {
 	t.Helper()
 	data, err := os.ReadFile(r.save)
 	if err != nil {
@@ -148,7 +156,7 @@ func (r *loadRun) total(t *testing.T) *measure.Bucket {
 // workerPods waits (up to timeout) for the one workers Job in the
 // namespace to have n running pods, and returns the run id, the shared
 // t=0 (from the Job's spec Secret) and the pods by completion index.
-func (e *clusterEnv) workerPods(t *testing.T, n int, timeout time.Duration, p *proc) (string, time.Time, map[int]*corev1.Pod) {
+func (e *clusterEnv) workerPods(t testing.TB, n int, timeout time.Duration, p *proc) (string, time.Time, map[int]*corev1.Pod) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -191,7 +199,7 @@ func (e *clusterEnv) workerPods(t *testing.T, n int, timeout time.Duration, p *p
 
 // requireRunGone fails t unless no Job, pod or Secret of runID is left
 // (waiting up to a minute for pods the agent is still stopping).
-func (e *clusterEnv) requireRunGone(t *testing.T, runID string) {
+func (e *clusterEnv) requireRunGone(t testing.TB, runID string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -356,4 +364,81 @@ func TestWorkersDrillCleanupAfterSIGKILL(t *testing.T) {
 		t.Errorf("drill cleanup does not name the Job %s:\n%s", workers.JobName(runID), out)
 	}
 	e.requireRunGone(t, runID)
+}
+
+// TestWorkersRunDrill: drill run of the Kubernetes brownout drill
+// (scenarios/k8s/orders-db-brownout.yaml: 200 orders/s for 75 s,
+// PostgreSQL paused at 20 s for 15 s) with its load on 3 workers against
+// the real control plane. The run passes as the one-process run does
+// (no restart, endpoints out through readiness, p99 back after
+// recovery); run.json lists the 3 workers, each done, whose requests add
+// up to the schedule (15,000), as do the merged seconds; the fault's
+// on/off events lie where the timeline put them on the clock the workers
+// share; nothing of the run is left.
+func TestWorkersRunDrill(t *testing.T) {
+	e := requireEnv(t)
+	e.apply(t, "order-gateway.yaml")
+	w := startWatch(t, e.cs, namespace, "app=order-gateway", "order-gateway")
+	w.waitReady(t, 3, 3*time.Minute)
+
+	sc := e.scenario(t, "orders-db-brownout.yaml", func(root *yaml.Node) {
+		str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+		load := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			str("workers"), {Kind: yaml.ScalarNode, Tag: "!!int", Value: "3"},
+			str("image"), str("drill:test"),
+		}}
+		root.Content = append(root.Content, str("load"), load)
+	})
+	r := e.runDrill(t, "--kubeconfig", e.kubeconfig, "--context", contextName, "--start-margin", "15s", sc)
+	t.Logf("drill run on 3 workers: exit %d\n%s", r.code, r.summary())
+	run := r.record(t)
+	if r.code != 0 {
+		t.Fatalf("exit code %d, want 0; stderr tail:\n%s\nagent:\n%s", r.code, r.stderrTail(30), e.agent.tail(20))
+	}
+	for _, name := range []string{"no-restarts", "endpoint-removal", "recovered-p99"} {
+		if v, msg, _ := result(t, run, name); v != "pass" {
+			t.Errorf("%s: %s: %s", name, v, msg)
+		}
+	}
+	const want = 200 * 75
+	if len(run.LoadWorkers) != 3 {
+		t.Fatalf("run.json lists %d load workers, want 3", len(run.LoadWorkers))
+	}
+	var sent int64
+	for i, lw := range run.LoadWorkers {
+		if lw.Index != i || lw.State != "done" || !strings.HasPrefix(lw.Pod, workers.JobName(run.RunID)+"-") {
+			t.Errorf("load worker %d: %+v, want index %d done on a pod of job %s", i, lw, i, workers.JobName(run.RunID))
+		}
+		if lw.LagP99 <= 0 || lw.Clock == "" {
+			t.Errorf("load worker %d: lag p99 %s, clock %q: want both measured", i, lw.LagP99, lw.Clock)
+		}
+		sent += lw.Sent
+	}
+	if sent != want {
+		t.Errorf("the workers sent %d in all, want %d (the schedule)", sent, want)
+	}
+	if s := run.Series["orders"]; s == nil {
+		t.Error("run.json has no series for orders")
+	} else if tot := s.Total(); tot.Intended != want || tot.Requests != want {
+		t.Errorf("merged seconds: intended %d, requests %d; want %d each", tot.Intended, tot.Requests, want)
+	}
+	// The fault turned on at 20 s and off at 35 s of the clock the
+	// workers' schedule counts from.
+	var on, off time.Duration = -1, -1
+	for _, ev := range run.Events {
+		if ev.Fault != "pg-pause" {
+			continue
+		}
+		switch ev.Kind {
+		case event.FaultOn:
+			on = ev.At
+		case event.FaultOff:
+			off = ev.At
+		}
+	}
+	near := func(got, want time.Duration) bool { return got >= want && got < want+time.Second }
+	if !near(on, 20*time.Second) || !near(off, 35*time.Second) {
+		t.Errorf("pg-pause on at %s, off at %s; want 20 s and 35 s after t=0", on, off)
+	}
+	e.requireRunGone(t, run.RunID)
 }
