@@ -91,7 +91,9 @@ type WorkerReport struct {
 	Pod string
 	// Late is how long after its first stream's start it got ready.
 	Late time.Duration
-	// Sent and LateRequests are the worker's own totals.
+	// Sent and LateRequests are the worker's own totals (from its done
+	// line; for a worker that never said done, those of the seconds it
+	// reported).
 	Sent, LateRequests int64
 	// Clock is the worker's clock measured against the API server's
 	// before t=0 (nil: the worker did not measure it).
@@ -200,6 +202,10 @@ func (c *Coordinator) Run(ctx context.Context) (res Result, err error) {
 	defer func() {
 		for _, w := range ws {
 			w.LagP99, w.LagMax = measure.Quantile(w.total.Lag, 99), measure.Quantile(w.total.Lag, 100)
+			if !w.Done {
+				// No done line with its totals: count what it reported.
+				w.Sent, w.LateRequests = w.total.Requests, w.total.Late
+			}
 			res.Workers = append(res.Workers, w.WorkerReport)
 		}
 	}()

@@ -442,3 +442,52 @@ func TestWorkersRunDrill(t *testing.T) {
 	}
 	e.requireRunGone(t, run.RunID)
 }
+
+// TestWorkersRunDrillKilledWorker: in drill run, a worker process killed
+// mid-run (SIGKILL) makes the run invalid (exit 4) and ends its timeline
+// there: run.json says which worker failed and why, the summary's LOAD
+// WORKERS table shows it failed, and the Job and its pods are deleted.
+func TestWorkersRunDrillKilledWorker(t *testing.T) {
+	e := requireEnv(t)
+	url := stubTarget(t)
+	sc := workersScenario(t, url, 3, 30*time.Second)
+	p, r := e.startDrill(t, "--kubeconfig", e.kubeconfig, "--context", contextName, "--start-margin", "15s", sc)
+	runID, t0, pods := e.workerPods(t, 3, 2*time.Minute, p)
+	time.Sleep(time.Until(t0.Add(8 * time.Second)))
+	cid := pods[1].Status.ContainerStatuses[0].ContainerID
+	pid, err := strconv.Atoi(strings.TrimPrefix(cid, "drill://"))
+	if err != nil || pid <= 1 {
+		t.Fatalf("worker 1's containerID %q is not drill://<pid>", cid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill worker 1 (pid %d): %v", pid, err)
+	}
+	r.wait(t, p, 3*time.Minute)
+	t.Logf("drill run (exit %d):\n%s", r.code, r.summary())
+	if r.code != 4 {
+		t.Fatalf("exit %d, want 4 (measurement invalid)\n%s", r.code, r.stderrTail(30))
+	}
+	run := r.record(t)
+	if len(run.LoadWorkers) != 3 || run.LoadWorkers[1].State != "failed" || !strings.Contains(run.LoadWorkers[1].Error, pods[1].Name) {
+		t.Errorf("run.json load workers %+v: want 3, worker 1 failed naming its pod %s", run.LoadWorkers, pods[1].Name)
+	}
+	for _, lw := range run.LoadWorkers {
+		if lw.Sent == 0 {
+			// Killed at t=8 s, it had reported t=0..3: 4 s of its share.
+			t.Errorf("load worker %d (%s): sent 0, want the requests of the seconds it reported", lw.Index, lw.State)
+		}
+	}
+	if !strings.Contains(strings.Join(run.Validity.Problems, "; "), "worker 1 (pod "+pods[1].Name+")") {
+		t.Errorf("validity problems %q do not name worker 1 and its pod", run.Validity.Problems)
+	}
+	if !regexp.MustCompile(`(?m)^  1\s+failed\s+` + regexp.QuoteMeta(pods[1].Name)).MatchString(r.summary()) {
+		t.Errorf("the summary's LOAD WORKERS table does not show worker 1 failed:\n%s", r.summary())
+	}
+	// The timeline ended when the worker failed, not at its 30 s.
+	for _, ev := range run.Events {
+		if ev.Kind == event.PhaseStart && ev.Detail == "load-end" && ev.At >= 30*time.Second {
+			t.Errorf("load-end at %s: the timeline ran on after the worker failed", ev.At)
+		}
+	}
+	e.requireRunGone(t, runID)
+}
