@@ -111,6 +111,7 @@ type htmlView struct {
 	FindingsWarnings, FindingsNotices             int
 	Results                                       []resultView
 	Streams                                       []streamView
+	Workers                                       []workerView
 	Figures                                       []figureView
 	Events                                        []eventView
 	EventsNote                                    string
@@ -137,6 +138,16 @@ type evidenceView struct {
 type streamView struct {
 	Stream, Window, Rate, P50, P90, P99, Max, Errors string
 	Requests, Shed                                   int64
+}
+
+// workerView is one row of the load workers table: a worker's account
+// of its share of the load (record.LoadWorker), durations formatted.
+type workerView struct {
+	Index                          int
+	State, Pod, LagP99, LagMax, Up string
+	Clock, Error                   string
+	Sent, LateN                    int64
+	Failed                         bool
 }
 
 type figureView struct {
@@ -238,6 +249,18 @@ func buildView(run *record.Run) htmlView {
 			P50: assert.FormatDuration(s.P50), P90: assert.FormatDuration(s.P90),
 			P99: assert.FormatDuration(s.P99), Max: assert.FormatDuration(s.Max),
 			Errors: fmt.Sprintf("%d (%s)", s.Failures, assert.FormatPercent(s.ErrorRate)), Shed: s.Shed})
+	}
+	for _, lw := range run.LoadWorkers {
+		wv := workerView{Index: lw.Index, State: lw.State, Pod: lw.Pod, Sent: lw.Sent, LateN: lw.Late,
+			LagP99: assert.FormatDuration(lw.LagP99), LagMax: assert.FormatDuration(lw.LagMax),
+			Up: assert.FormatDuration(lw.StartedLate), Clock: lw.Clock, Error: lw.Error, Failed: lw.State == "failed"}
+		if wv.Pod == "" {
+			wv.Pod = "-"
+		}
+		if wv.Clock == "" {
+			wv.Clock = "-"
+		}
+		v.Workers = append(v.Workers, wv)
 	}
 	v.Events, v.EventsNote = timeline(run)
 	return v

@@ -272,3 +272,37 @@ func TestWriteAllAbortedWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLLoadWorkers: a run whose load ran on worker pods shows each
+// worker's account in report.html, as the summary's LOAD WORKERS table
+// does, and a failed worker's error beside it; a run without workers has
+// no such table.
+func TestHTMLLoadWorkers(t *testing.T) {
+	run := recordtest.Run(recordtest.Options{Scale: 10})
+	var plain bytes.Buffer
+	if err := report.WriteHTML(&plain, run); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(plain.Bytes(), []byte("<h2>Load workers</h2>")) {
+		t.Error("report.html of a run without load workers has a load workers table")
+	}
+	run.LoadWorkers = []record.LoadWorker{
+		{Index: 0, Pod: "drill-load-abc-0-x1", State: "done", Sent: 7500, Late: 2, LagP99: 1500 * time.Microsecond, LagMax: 4 * time.Millisecond, Clock: "-3.96ms ±4.48ms"},
+		{Index: 1, Pod: "drill-load-abc-1-y2", State: "failed", Sent: 3100, Error: "worker 1 (pod drill-load-abc-1-y2) ended before its schedule: exit 137"},
+	}
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, s := range []string{
+		"<h2>Load workers</h2>", "2 worker pods",
+		`<td class="num">0</td><td>done</td><td>drill-load-abc-0-x1</td><td class="num">7500</td><td class="num">2</td>`,
+		`<span class="bad">failed</span></td><td>drill-load-abc-1-y2</td><td class="num">3100</td>`,
+		"-3.96ms ±4.48ms", "worker 1: worker 1 (pod drill-load-abc-1-y2) ended before its schedule: exit 137",
+	} {
+		if !strings.Contains(html, s) {
+			t.Errorf("report.html lacks %q", s)
+		}
+	}
+}
