@@ -412,6 +412,18 @@ func (v Validity) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
+// States of a [LoadWorker].
+const (
+	// LoadWorkerDone: the worker finished its schedule.
+	LoadWorkerDone = "done"
+	// LoadWorkerFailed: the worker failed (its Error says how); the run
+	// is invalid.
+	LoadWorkerFailed = "failed"
+	// LoadWorkerStopped: another worker failed, or the run's load was
+	// stopped early.
+	LoadWorkerStopped = "stopped"
+)
+
 // LoadWorker is what one load worker of a run did (a scenario with
 // load.workers): its pod, the requests it sent and how many of them were
 // late, its dispatch lag, how late it got ready after its first stream's
@@ -422,9 +434,7 @@ type LoadWorker struct {
 	Index int `json:"index"`
 	// Pod is the worker's pod ("" when none was seen).
 	Pod string `json:"pod,omitempty"`
-	// State is done (it finished its schedule), failed (Error says how:
-	// the run is invalid) or stopped (another worker failed, or the run's
-	// load was stopped early).
+	// State is LoadWorkerDone, LoadWorkerFailed or LoadWorkerStopped.
 	State string `json:"state"`
 	// Sent and Late count the worker's requests and those sent later than
 	// the stream's lag budget.

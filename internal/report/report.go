@@ -253,13 +253,9 @@ func buildView(run *record.Run) htmlView {
 	for _, lw := range run.LoadWorkers {
 		wv := workerView{Index: lw.Index, State: lw.State, Pod: lw.Pod, Sent: lw.Sent, LateN: lw.Late,
 			LagP99: assert.FormatDuration(lw.LagP99), LagMax: assert.FormatDuration(lw.LagMax),
-			Up: assert.FormatDuration(lw.StartedLate), Clock: lw.Clock, Error: lw.Error, Failed: lw.State == "failed"}
-		if wv.Pod == "" {
-			wv.Pod = "-"
-		}
-		if wv.Clock == "" {
-			wv.Clock = "-"
-		}
+			Up: assert.FormatDuration(lw.StartedLate), Clock: orDash(lw.Clock), Error: lw.Error,
+			Failed: lw.State == record.LoadWorkerFailed}
+		wv.Pod = orDash(wv.Pod)
 		v.Workers = append(v.Workers, wv)
 	}
 	v.Events, v.EventsNote = timeline(run)

@@ -299,7 +299,7 @@ func TestHTMLLoadWorkers(t *testing.T) {
 		"<h2>Load workers</h2>", "2 worker pods",
 		`<td class="num">0</td><td>done</td><td>drill-load-abc-0-x1</td><td class="num">7500</td><td class="num">2</td>`,
 		`<span class="bad">failed</span></td><td>drill-load-abc-1-y2</td><td class="num">3100</td>`,
-		"-3.96ms ±4.48ms", "worker 1: worker 1 (pod drill-load-abc-1-y2) ended before its schedule: exit 137",
+		"-3.96ms ±4.48ms", `class="note">worker 1 (pod drill-load-abc-1-y2) ended before its schedule: exit 137</td>`,
 	} {
 		if !strings.Contains(html, s) {
 			t.Errorf("report.html lacks %q", s)

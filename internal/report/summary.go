@@ -102,17 +102,14 @@ func Summary(w io.Writer, run *record.Run) error {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  WORKER\tSTATE\tPOD\tSENT\tLATE\tLAG P99\tLAG MAX\tSTARTED LATE\tCLOCK")
 		for _, lw := range run.LoadWorkers {
-			clock := lw.Clock
-			if clock == "" {
-				clock = "-"
-			}
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", lw.Index, lw.State, lw.Pod, lw.Sent, lw.Late,
-				assert.FormatDuration(lw.LagP99), assert.FormatDuration(lw.LagMax), assert.FormatDuration(lw.StartedLate), clock)
+				assert.FormatDuration(lw.LagP99), assert.FormatDuration(lw.LagMax), assert.FormatDuration(lw.StartedLate), orDash(lw.Clock))
 		}
 		tw.Flush()
+		// A worker's error names the worker and its pod.
 		for _, lw := range run.LoadWorkers {
 			if lw.Error != "" {
-				fmt.Fprintf(ew, "  worker %d: %s\n", lw.Index, lw.Error)
+				fmt.Fprintf(ew, "  %s\n", lw.Error)
 			}
 		}
 	}
@@ -391,4 +388,12 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("%d %s", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// orDash is s, or "-" when s is empty (a table cell with nothing to say).
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

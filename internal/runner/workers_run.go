@@ -261,13 +261,13 @@ func (wl *workersLoad) reports() []record.LoadWorker {
 	}
 	out := make([]record.LoadWorker, 0, len(wl.res.Workers))
 	for _, w := range wl.res.Workers {
-		lw := record.LoadWorker{Index: w.Index, Pod: w.Pod, State: "done", Sent: w.Sent, Late: w.LateRequests,
+		lw := record.LoadWorker{Index: w.Index, Pod: w.Pod, State: record.LoadWorkerDone, Sent: w.Sent, Late: w.LateRequests,
 			LagP99: w.LagP99, LagMax: w.LagMax, StartedLate: w.Late, Error: w.Error}
 		switch {
 		case w.Failed:
-			lw.State = "failed"
+			lw.State = record.LoadWorkerFailed
 		case !w.Done:
-			lw.State = "stopped"
+			lw.State = record.LoadWorkerStopped
 		}
 		if w.Clock != nil {
 			lw.Clock = w.Clock.String()
