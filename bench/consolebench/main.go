@@ -572,7 +572,10 @@ func startViewers(nice int, base, token string, n int) (*viewerProc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find consolebench's own binary: %w", err)
 	}
-	cmd := exec.Command("nice", "-n", strconv.Itoa(nice), self, "view", "-base", base, "-token", token, "-n", strconv.Itoa(n))
+	// The token goes in the environment, not on the command line, which
+	// every user of the machine can read in /proc.
+	cmd := exec.Command("nice", "-n", strconv.Itoa(nice), self, "view", "-base", base, "-n", strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), viewTokenEnv+"="+token)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("pipe the viewers' stdin: %w", err)
@@ -607,19 +610,22 @@ func (p *viewerProc) stop(st *viewerStats) error {
 	return nil
 }
 
-// viewMain is "consolebench view -base URL -token T -n N": n viewers until
-// stdin closes (or a signal ends ctx), then their counts as one JSON line
-// on stdout.
+// viewTokenEnv carries the console's token to "consolebench view".
+const viewTokenEnv = "CONSOLEBENCH_TOKEN"
+
+// viewMain is "consolebench view -base URL -n N" with the console's token
+// in $CONSOLEBENCH_TOKEN: n viewers until stdin closes (or a signal ends
+// ctx), then their counts as one JSON line on stdout.
 func viewMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("consolebench view", flag.ContinueOnError)
 	base := fs.String("base", "", "the console's base URL, http://HOST:PORT")
-	token := fs.String("token", "", "the console's token")
 	n := fs.Int("n", 10, "viewers")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *base == "" || *token == "" || *n < 1 || *n > 100 {
-		return errors.New("want -base URL -token T and -n 1 to 100")
+	token := os.Getenv(viewTokenEnv)
+	if *base == "" || token == "" || *n < 1 || *n > 100 {
+		return fmt.Errorf("want -base URL, -n 1 to 100 and the token in $%s", viewTokenEnv)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -631,7 +637,7 @@ func viewMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 	var wg sync.WaitGroup
 	for range *n {
 		wg.Add(1)
-		go func() { defer wg.Done(); view(ctx, *base, *token, st) }()
+		go func() { defer wg.Done(); view(ctx, *base, token, st) }()
 	}
 	wg.Wait()
 	return json.NewEncoder(stdout).Encode(viewerCounts{
