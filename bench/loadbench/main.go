@@ -59,8 +59,10 @@ func main() {
 	scale := fs.Float64("scale", 1, "multiply the seeds' rates by this (memory, seeds)")
 	maxConns := fs.Int("max-connections", 0, "maxConnections of each stream (seeds, memory; 0: unlimited)")
 	rate := fs.Int("rate", 2800, "requests per second (hang, vegeta-lag)")
+	timeout := fs.Duration("timeout", 5*time.Second, "each stream's request timeout")
 	_ = fs.Parse(args)
 	streamMaxConns = *maxConns
+	streamTimeout = *timeout
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -100,10 +102,13 @@ func d(x time.Duration) scenario.Duration { return scenario.Duration{Duration: x
 // streamMaxConns is -max-connections.
 var streamMaxConns int
 
+// streamTimeout is -timeout: each stream's request timeout.
+var streamTimeout = 5 * time.Second
+
 func stream(name, url string, perSec int, dur time.Duration) scenario.Stream {
 	return scenario.Stream{
 		Name: name, Targets: []scenario.Target{{URL: url}},
-		Rate: &scenario.Rate{Freq: perSec, Per: time.Second}, Duration: d(dur), Timeout: d(5 * time.Second),
+		Rate: &scenario.Rate{Freq: perSec, Per: time.Second}, Duration: d(dur), Timeout: d(streamTimeout),
 		MaxConnections: streamMaxConns,
 	}
 }
