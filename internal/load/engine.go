@@ -377,6 +377,13 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 		MaxConnsPerHost:     st.MaxConnections,
 		DisableKeepAlives:   !keepAlive,
 		DisableCompression:  true,
+		// Each connection's buffers are allocated (and zeroed) when it
+		// opens, which a hung server makes thousands of times a second
+		// (every timed-out request closes its connection): 1 KiB holds a
+		// typical request's or response's head; longer heads and bodies
+		// are read and written through them in pieces or directly.
+		WriteBufferSize:     connBufferSize,
+		ReadBufferSize:      connBufferSize,
 		TLSHandshakeTimeout: s.timeout,
 		IdleConnTimeout:     90 * time.Second,
 	}
@@ -389,6 +396,10 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	}
 	return s, nil
 }
+
+// connBufferSize is the size of each connection's read and write buffers
+// (bytes); net/http's default is 4 KiB.
+const connBufferSize = 1 << 10
 
 func peakRate(s schedule, dur time.Duration) float64 {
 	if s == nil {

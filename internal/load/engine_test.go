@@ -227,6 +227,43 @@ func TestSeveralStreamsAndTargets(t *testing.T) {
 	}
 }
 
+// TestLargerThanConnectionBuffers: request and response heads and bodies
+// larger than each connection's buffers (connBufferSize) go through whole:
+// a 3 KiB request header and 8 KiB body, a 3 KiB response header and
+// 100 KiB body, on kept-alive connections.
+func TestLargerThanConnectionBuffers(t *testing.T) {
+	const respBody = 100 << 10
+	long := strings.Repeat("x", 3*connBufferSize)
+	reqBody := strings.Repeat("b", 8*connBufferSize)
+	var mu sync.Mutex
+	var bad []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Long") != long || string(body) != reqBody {
+			mu.Lock()
+			bad = append(bad, fmt.Sprintf("header %d bytes, body %d bytes", len(r.Header.Get("X-Long")), len(body)))
+			mu.Unlock()
+		}
+		w.Header().Set("X-Long", long)
+		_, _ = w.Write(make([]byte, respBody))
+	}))
+	defer srv.Close()
+	e := runStreams(t, event.NewClock(), Options{},
+		scenario.Stream{
+			Name: "big", Rate: rate(50, time.Second), Duration: dur(time.Second), LagBudget: relaxed,
+			Targets: []scenario.Target{{Method: "POST", URL: srv.URL + "/big", Headers: map[string]string{"X-Long": long}, Body: reqBody}},
+		})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("the server got %d requests cut short, first: %s", len(bad), bad[0])
+	}
+	m := e.Series()["big"].Total()
+	if m.OK != 50 || m.BytesIn != 50*respBody {
+		t.Fatalf("ok %d of %d, bytes in %d; want 50 ok, %d bytes in", m.OK, m.Requests, m.BytesIn, 50*respBody)
+	}
+}
+
 func writeFile(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
