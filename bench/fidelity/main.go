@@ -185,6 +185,10 @@ type runResult struct {
 	// DrillCPU is drill's own CPU over the sampled span (run.json cpu)
 	// per request completed in that span, 0 when the run recorded none.
 	DrillCPU time.Duration
+	// DrillWait is how long drill's threads waited for a CPU per second
+	// of the sampled span (run.json cpu.drillWaitSeconds over its span;
+	// thread-seconds per second), -1 when the run recorded none.
+	DrillWait float64
 }
 
 // fill reads the validity and lag figures of rec over its judged span
@@ -211,6 +215,10 @@ func (r *runResult) fill(rec *record.Run) {
 		r.LagP99 = max(r.LagP99, measure.Quantile(b.Lag, 99))
 	}
 	r.DrillCPU = drillCPUPerRequest(rec)
+	r.DrillWait = -1
+	if c := rec.CPU; c != nil && c.DrillWaitSeconds != nil && c.To > c.From {
+		r.DrillWait = *c.DrillWaitSeconds / (c.To - c.From).Seconds()
+	}
 }
 
 // drillCPUPerRequest is drill's own CPU (the cpu record's drill part,
@@ -259,6 +267,9 @@ type row struct {
 	LagMedian, LagMax                  time.Duration
 	// CPUMedian is the median of the runs' drill CPU per request.
 	CPUMedian time.Duration
+	// WaitMedian and WaitMax are the runs' drill CPU wait per second
+	// (thread-seconds per second), -1 when no run recorded it.
+	WaitMedian, WaitMax float64
 }
 
 // tabulate groups runs by drill (in the order drills first appear).
@@ -268,6 +279,7 @@ func tabulate(runs []runResult) []row {
 	lates := map[string][]float64{}
 	lags := map[string][]time.Duration{}
 	cpus := map[string][]float64{}
+	waits := map[string][]float64{}
 	for _, r := range runs {
 		i, ok := idx[r.Drill]
 		if !ok {
@@ -297,6 +309,9 @@ func tabulate(runs []runResult) []row {
 			if r.DrillCPU > 0 {
 				cpus[r.Drill] = append(cpus[r.Drill], float64(r.DrillCPU))
 			}
+			if r.DrillWait >= 0 {
+				waits[r.Drill] = append(waits[r.Drill], r.DrillWait)
+			}
 		}
 	}
 	for i := range rows {
@@ -311,6 +326,11 @@ func tabulate(runs []runResult) []row {
 		if c := cpus[w.Drill]; len(c) > 0 {
 			sort.Float64s(c)
 			w.CPUMedian = time.Duration(median(c))
+		}
+		w.WaitMedian, w.WaitMax = -1, -1
+		if c := waits[w.Drill]; len(c) > 0 {
+			sort.Float64s(c)
+			w.WaitMedian, w.WaitMax = median(c), c[len(c)-1]
 		}
 	}
 	return rows
@@ -336,7 +356,7 @@ func median(sorted []float64) float64 {
 // writeTable prints one line per drill and the totals.
 func writeTable(w io.Writer, rows []row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DRILL\tWANT\tRUNS\tVALID\tRIGHT\tWRONG\tINVALID\tOTHER\tLATE median (max)\tLAG P99 median (max)")
+	fmt.Fprintln(tw, "DRILL\tWANT\tRUNS\tVALID\tRIGHT\tWRONG\tINVALID\tOTHER\tLATE median (max)\tLAG P99 median (max)\tDRILL CPU/REQ\tDRILL WAIT median (max)")
 	var t row
 	for _, r := range rows {
 		other := strconv.Itoa(r.Other)
@@ -347,8 +367,8 @@ func writeTable(w io.Writer, rows []row) error {
 			}
 			other += " (exit " + strings.Join(ex, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\texit %d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s (%s)\t%s\n", r.Drill, r.Expected, r.Runs, r.Valid, r.Right, r.Wrong, r.Invalid, other,
-			pct(r.LateMedian), pct(r.LateMax), ms(r.LagMedian), ms(r.LagMax), us(r.CPUMedian))
+		fmt.Fprintf(tw, "%s\texit %d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s (%s)\t%s\t%s\n", r.Drill, r.Expected, r.Runs, r.Valid, r.Right, r.Wrong, r.Invalid, other,
+			pct(r.LateMedian), pct(r.LateMax), ms(r.LagMedian), ms(r.LagMax), us(r.CPUMedian), waitWords(r.WaitMedian, r.WaitMax))
 		t.Runs += r.Runs
 		t.Valid += r.Valid
 		t.Right += r.Right
@@ -363,8 +383,18 @@ func writeTable(w io.Writer, rows []row) error {
 	_, err := fmt.Fprintln(w, "\nRIGHT: the exit code a correct harness gives (0 for a correct build, 1 for a -naive one); WRONG: the other verdict;\n"+
 		"INVALID: exit 4; OTHER: any other exit. LATE: the largest share of a stream's requests sent more than its lag budget late;\n"+
 		"LAG P99: the largest dispatch lag p99 of a stream; both over the judged span of each run with a run.json.\n"+
-		"DRILL CPU/REQ: drill's own CPU from t=0 to the end of load (run.json cpu) per request completed then, median over the runs.")
+		"DRILL CPU/REQ: drill's own CPU from t=0 to the end of load (run.json cpu) per request completed then, median over the runs.\n"+
+		"DRILL WAIT: how long drill's threads waited for a CPU (runnable, not running) per second of the same span (run.json cpu.drillWaitSeconds).")
 	return err
+}
+
+// waitWords formats a median and a maximum wait per second in ms/s ("-"
+// when not recorded).
+func waitWords(med, worst float64) string {
+	if med < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f ms/s (%.0f ms/s)", 1000*med, 1000*worst)
 }
 
 // us formats d in µs ("-" for 0: not recorded).

@@ -40,18 +40,38 @@ func fixtureRuns() map[string]*record.Run {
 	invalid.ExitCode, _ = invalid.Decide()
 	wrong := right(false)
 	wrong.ExitCode = record.ExitFail
+	// The correct drill's runs sampled the CPU from t=20 s to t=30 s:
+	// drill used 1.2 s and its threads waited 0.8 s for a CPU (3 s in the
+	// invalid run). Its naive twin's runs have no cpu record.
+	for rec, wait := range map[*record.Run]float64{invalid: 3, wrong: 0.8} {
+		rec.CPU = sampledCPU(wait)
+	}
 	aborted := right(true)
 	aborted.Aborted = "run interrupted at t+30s: interrupt"
 	aborted.ExitCode, _ = aborted.Decide()
+	one, three := right(false), right(false)
+	one.CPU, three.CPU = sampledCPU(0.6), sampledCPU(1)
 	return map[string]*record.Run{
-		"payment-tax-brownout/run-1":       right(false),
+		"payment-tax-brownout/run-1":       one,
 		"payment-tax-brownout/run-2":       invalid,
-		"payment-tax-brownout/run-3":       right(false),
+		"payment-tax-brownout/run-3":       three,
 		"payment-tax-brownout/run-4":       wrong,
 		"payment-tax-brownout-naive/run-1": right(true),
 		"payment-tax-brownout-naive/run-2": aborted,
 		"payment-tax-brownout-naive/run-3": right(true),
 	}
+}
+
+// sampledCPU is a cpu record over t=20-30 s of a 2-core machine: drill
+// used 1.2 s and its threads waited wait seconds for a CPU.
+func sampledCPU(wait float64) *cpuuse.Usage {
+	u := &cpuuse.Usage{Cores: 2, From: 20 * time.Second, To: 30 * time.Second, CapacitySeconds: 20, BusySeconds: 10, Busy: 0.5,
+		Parts:            []cpuuse.PartUsage{{Name: "drill", Kind: cpuuse.KindDrill, Seconds: 1.2, Share: 0.06}},
+		DrillWaitSeconds: &wait}
+	for at := 20 * time.Second; at < 30*time.Second; at += time.Second {
+		u.Seconds = append(u.Seconds, cpuuse.Second{At: at, Busy: 0.5, Parts: []float64{0.06}, DrillWait: wait / 10})
+	}
+	return u
 }
 
 // TestTable tabulates the fixture runs (no drill is run) and compares the

@@ -94,6 +94,10 @@ type sample struct {
 	at      time.Duration
 	machine machineStat
 	parts   []uint64
+	// wait is drill's run-queue wait (ns, summed over its threads) since
+	// the first sample; waitOK is false where it could not be read.
+	wait   uint64
+	waitOK bool
 }
 
 // Sampler samples the CPU of a run's parts and of the machine once per
@@ -102,6 +106,7 @@ type Sampler struct {
 	opts       Options
 	startTicks uint64
 	self       int
+	wait       waitAccount
 	cancel     context.CancelFunc
 	done       chan struct{}
 
@@ -193,9 +198,11 @@ func (s *Sampler) sample() error {
 		}
 	}
 	var self procStat
-	selfErr := error(nil)
+	var delays map[int]uint64
+	selfErr, waitErr := error(nil), error(nil)
 	if s.hasSelf() {
 		self, selfErr = readProc(s.opts.ProcRoot, s.self)
+		delays, waitErr = readRunDelays(s.opts.ProcRoot, s.self)
 	}
 	at := s.opts.Now()
 
@@ -205,6 +212,9 @@ func (s *Sampler) sample() error {
 		return nil
 	}
 	sm := sample{at: at, machine: m, parts: make([]uint64, len(s.parts))}
+	if s.hasSelf() && waitErr == nil {
+		sm.wait, sm.waitOK = s.wait.add(delays), true
+	}
 	for i, ps := range s.parts {
 		if ps.part.Self {
 			if selfErr == nil {
@@ -241,6 +251,9 @@ func (s *Sampler) sample() error {
 	s.samples = append(s.samples, sm)
 	if selfErr != nil {
 		s.errs = appendOnce(s.errs, selfErr.Error())
+	}
+	if waitErr != nil && !errors.Is(waitErr, os.ErrNotExist) {
+		s.errs = appendOnce(s.errs, waitErr.Error())
 	}
 	return nil
 }
@@ -302,12 +315,20 @@ func (s *Sampler) usage() *Usage {
 			Processes: ps.roots, Note: ps.part.Note,
 		})
 	}
+	waited := first.waitOK && last.waitOK
+	if waited {
+		w := nanoSeconds(last.wait - first.wait)
+		u.DrillWaitSeconds = &w
+	}
 	for j := 1; j < len(s.samples); j++ {
 		a, b := s.samples[j-1], s.samples[j]
 		tot := b.machine.total() - a.machine.total()
 		sec := Second{At: a.at, Busy: share(b.machine.busy-a.machine.busy, tot), Parts: make([]float64, len(s.parts))}
 		for i := range s.parts {
 			sec.Parts[i] = share(b.parts[i]-a.parts[i], tot)
+		}
+		if waited && a.waitOK && b.waitOK {
+			sec.DrillWait = nanoSeconds(b.wait - a.wait)
 		}
 		u.Seconds = append(u.Seconds, sec)
 	}
@@ -316,6 +337,9 @@ func (s *Sampler) usage() *Usage {
 
 // seconds converts ticks to seconds.
 func seconds(ticks uint64) float64 { return round3(float64(ticks) / TicksPerSecond) }
+
+// nanoSeconds converts ns to seconds, rounded to 1 ms.
+func nanoSeconds(ns uint64) float64 { return round3(float64(ns) / 1e9) }
 
 // share is part/total rounded to 0.001 (0 when total is 0), at most 1.
 func share(part, total uint64) float64 {

@@ -34,6 +34,12 @@ type Usage struct {
 	StealSeconds float64 `json:"stealSeconds,omitempty"`
 	// Parts are the run's parts, in the summary's order.
 	Parts []PartUsage `json:"parts"`
+	// DrillWaitSeconds is the time drill's threads spent runnable but
+	// waiting for a CPU over the span, summed over its threads
+	// (thread-seconds, from /proc/self/task/*/schedstat): the time the
+	// generator and the clock that judges it lost to other work on the
+	// cores. Absent where the kernel does not expose it.
+	DrillWaitSeconds *float64 `json:"drillWaitSeconds,omitempty"`
 	// Seconds are the per-second samples, in order.
 	Seconds []Second `json:"seconds,omitempty"`
 	// Problems are samples that could not be read (the figures cover the
@@ -66,6 +72,11 @@ type Second struct {
 	// Parts are the parts' shares of the machine in it, in [Usage.Parts]
 	// order (0..1).
 	Parts []float64 `json:"parts"`
+	// DrillWait is the time drill's threads waited for a CPU in it,
+	// summed over threads (thread-seconds; above the interval's length
+	// when several waited at once). 0 where [Usage.DrillWaitSeconds] is
+	// absent.
+	DrillWait float64 `json:"drillWait,omitempty"`
 }
 
 // Other is the busy share no part of the run accounts for: other
@@ -91,6 +102,20 @@ func (u *Usage) Line() string {
 		parts[i] = p.Share
 	}
 	return fmt.Sprintf("%s over %.1f s: %s", u.busyWords(u.Busy), span, u.split(parts, u.Other()))
+}
+
+// WaitWords says how long drill's threads waited for a CPU over the run,
+// e.g. "drill's threads waited 14.2 s for a CPU in all" (in ms below
+// 1 s: "... waited 12 ms ..."); "" where it was not measured.
+func (u *Usage) WaitWords() string {
+	if u == nil || u.DrillWaitSeconds == nil {
+		return ""
+	}
+	w := *u.DrillWaitSeconds
+	if w < 1 {
+		return fmt.Sprintf("drill's threads waited %s for a CPU in all", ms(w))
+	}
+	return fmt.Sprintf("drill's threads waited %.1f s for a CPU in all", w)
 }
 
 // busyWords is "2 cores 88% busy" or "2 cores saturated (97% busy)".
@@ -166,8 +191,22 @@ func (u *Usage) secondWords(s Second) string {
 	for _, p := range s.Parts {
 		other -= p
 	}
-	return u.busyWords(s.Busy) + ": " + u.split(s.Parts, max(round3(other), 0))
+	w := u.busyWords(s.Busy) + ": " + u.split(s.Parts, max(round3(other), 0))
+	if u.DrillWaitSeconds != nil {
+		w += fmt.Sprintf(", drill's threads waited %s for a CPU", ms(s.DrillWait))
+	}
+	return w
 }
+
+// ms writes seconds as whole milliseconds ("380 ms").
+func ms(sec float64) string { return fmt.Sprintf("%.0f ms", 1000*sec) }
+
+// HardlyWaited is the run-queue wait (s, summed over drill's threads)
+// below which a second in which drill fell behind counts as drill's own
+// work rather than a wait for a core: a late request is at least the
+// lag budget (10 ms in the seeds) late, so a wait this short cannot
+// account for many.
+const HardlyWaited = 0.02
 
 // Explain says, for a run whose load generator fell behind, what the
 // machine was doing and what to try. lateAt is the start of the second
@@ -178,11 +217,20 @@ func (u *Usage) Explain(lateAt time.Duration) string {
 		return ""
 	}
 	var parts []string
-	parts = append(parts, "the machine over the run: "+u.Line())
+	line := "the machine over the run: " + u.Line()
+	if w := u.WaitWords(); w != "" {
+		line += "; " + w
+	}
+	parts = append(parts, line)
+	ownWork := false
 	if lateAt >= 0 {
 		if s, ok := u.SecondAt(lateAt); ok {
 			parts = append(parts, fmt.Sprintf("in %s, where most late requests were due: %s", span(s.At), u.secondWords(s)))
+			ownWork = u.DrillWaitSeconds != nil && s.DrillWait < HardlyWaited
 		}
+	}
+	if ownWork {
+		parts = append(parts, "drill hardly waited for a CPU there, so it fell behind on its own work, not for want of a core: `drill run --cpuprofile FILE` shows which part (go tool pprof -tags FILE)")
 	}
 	if b := u.Busiest(1); len(b) == 1 && b[0].Busy >= Saturated && (lateAt < 0 || b[0].At != secondStart(u, lateAt)) {
 		parts = append(parts, fmt.Sprintf("busiest second %s: %s", span(b[0].At), u.secondWords(b[0])))

@@ -57,6 +57,13 @@ func TestExplain(t *testing.T) {
 	for i := range quiet.Seconds {
 		quiet.Seconds[i].Busy = 0.5
 	}
+	waited := sampleUsage()
+	w := 14.2
+	waited.DrillWaitSeconds = &w
+	for i := range waited.Seconds {
+		waited.Seconds[i].DrillWait = 0.005
+	}
+	waited.Seconds[35].DrillWait = 0.38
 	busyOther := sampleUsage()
 	busyOther.Parts[0].Share, busyOther.Parts[1].Share = 0.40, 0.30 // other 23%
 	tests := []struct {
@@ -84,6 +91,18 @@ func TestExplain(t *testing.T) {
 		{"not saturated", quiet, -1,
 			"the machine over the run: 2 cores 55% busy over 60.0 s: drill 52%, order-gateway replicas 5%, postgres 6%, other 0%; " +
 				"to try: the machine was not saturated (55% busy), so look at the busiest seconds and at the stream's worker cap, a longer lagBudget only if the machine is known to be slow"},
+		{"drill waited for a CPU where it fell behind", waited, 35 * time.Second,
+			"the machine over the run: 2 cores saturated (99% busy) over 60.0 s: drill 52%, order-gateway replicas 40%, postgres 6%, other 1%; drill's threads waited 14.2 s for a CPU in all; " +
+				"in t=35.0-36.0 s, where most late requests were due: 2 cores saturated (100% busy): drill 61%, order-gateway replicas 38%, postgres 1%, other 0%, drill's threads waited 380 ms for a CPU; " +
+				"to try: fewer replicas of order-gateway (3 now) or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used 40%, " +
+				"a machine with more cores, a longer lagBudget only if the machine is known to be slow"},
+		{"drill hardly waited where it fell behind", waited, 10 * time.Second,
+			"the machine over the run: 2 cores saturated (99% busy) over 60.0 s: drill 52%, order-gateway replicas 40%, postgres 6%, other 1%; drill's threads waited 14.2 s for a CPU in all; " +
+				"in t=10.0-11.0 s, where most late requests were due: 2 cores saturated (98% busy): drill 50%, order-gateway replicas 42%, postgres 6%, other 0%, drill's threads waited 5 ms for a CPU; " +
+				"drill hardly waited for a CPU there, so it fell behind on its own work, not for want of a core: `drill run --cpuprofile FILE` shows which part (go tool pprof -tags FILE); " +
+				"busiest second t=35.0-36.0 s: 2 cores saturated (100% busy): drill 61%, order-gateway replicas 38%, postgres 1%, other 0%, drill's threads waited 380 ms for a CPU; " +
+				"to try: fewer replicas of order-gateway (3 now) or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used 40%, " +
+				"a machine with more cores, a longer lagBudget only if the machine is known to be slow"},
 		{"not measured", nil, -1, ""},
 	}
 	for _, tt := range tests {

@@ -63,10 +63,13 @@ func runs() map[string]*record.Run {
 }
 
 // saturatedCPU is a 2-core machine saturated over a 60 s run: drill 52 %,
-// two payment-core replicas 40 %, postgres 6 %; the second t=25 s busiest.
+// two payment-core replicas 40 %, postgres 6 %; the second t=25 s busiest,
+// with drill's threads waiting 410 ms for a CPU in it (9.6 s in all).
 func saturatedCPU() *cpuuse.Usage {
+	wait := 9.6
 	u := &cpuuse.Usage{
-		Cores: 2, To: 60 * time.Second, CapacitySeconds: 120, BusySeconds: 118.8, Busy: 0.99,
+		DrillWaitSeconds: &wait,
+		Cores:            2, To: 60 * time.Second, CapacitySeconds: 120, BusySeconds: 118.8, Busy: 0.99,
 		Parts: []cpuuse.PartUsage{
 			{Name: "drill", Kind: cpuuse.KindDrill, Seconds: 62.4, Share: 0.52, Note: "includes the embedded Toxiproxy and the HTTP stub tax-api"},
 			{Name: "payment-core replicas", Kind: cpuuse.KindService, Seconds: 48, Share: 0.40, Processes: 2},
@@ -74,9 +77,9 @@ func saturatedCPU() *cpuuse.Usage {
 		},
 	}
 	for i := range 60 {
-		sec := cpuuse.Second{At: time.Duration(i) * time.Second, Busy: 0.98, Parts: []float64{0.5, 0.42, 0.06}}
+		sec := cpuuse.Second{At: time.Duration(i) * time.Second, Busy: 0.98, Parts: []float64{0.5, 0.42, 0.06}, DrillWait: 0.155}
 		if i == 25 {
-			sec = cpuuse.Second{At: 25 * time.Second, Busy: 1, Parts: []float64{0.61, 0.38, 0.01}}
+			sec = cpuuse.Second{At: 25 * time.Second, Busy: 1, Parts: []float64{0.61, 0.38, 0.01}, DrillWait: 0.41}
 		}
 		u.Seconds = append(u.Seconds, sec)
 	}

@@ -121,7 +121,11 @@ func Summary(w io.Writer, run *record.Run) error {
 		fmt.Fprintf(ew, "STARTUP   %s\n", l)
 	}
 	if run.CPU != nil {
-		fmt.Fprintf(ew, "CPU       %s\n", run.CPU.Line())
+		line := run.CPU.Line()
+		if w := run.CPU.WaitWords(); w != "" {
+			line += "; " + w
+		}
+		fmt.Fprintf(ew, "CPU       %s\n", line)
 	}
 	if p := run.Environment.Priority; p != nil && p.Summary != "" {
 		fmt.Fprintf(ew, "PRIORITY  %s\n", p.Summary)

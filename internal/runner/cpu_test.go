@@ -68,8 +68,12 @@ streams:
 	if u.Cores < 1 || u.Busy <= 0 || len(u.Seconds) < 2 {
 		t.Errorf("machine: %d cores, busy %.3f, %d seconds sampled", u.Cores, u.Busy, len(u.Seconds))
 	}
-	if !strings.Contains(out.String(), "\nCPU       "+u.Line()+"\n") {
-		t.Errorf("the summary has no CPU line %q:\n%s", u.Line(), out.String())
+	if u.DrillWaitSeconds == nil {
+		t.Errorf("drill's wait for a CPU was not recorded (problems: %v)", u.Problems)
+	}
+	line := u.Line() + "; " + u.WaitWords()
+	if !strings.Contains(out.String(), "\nCPU       "+line+"\n") {
+		t.Errorf("the summary has no CPU line %q:\n%s", line, out.String())
 	}
 }
 
