@@ -29,17 +29,19 @@ type order struct {
 // (a Toxiproxy hop on a busy 2-core machine costs milliseconds). Each
 // batch gets the latest deadline of its orders (or DBTimeout); each order
 // still waits only until its own deadline; a batch of orders without
-// deadlines has none either.
+// deadlines has none either. An order whose deadline is closer than the
+// write floor is answered at once and left out ([writeFloor]).
 type batcher struct {
 	in        chan *order
 	maxBatch  int
 	pool      func() *pgxpool.Pool
+	floor     *writeFloor
 	onWritten func(n int)
 	wg        sync.WaitGroup
 }
 
-func newBatcher(queue, maxBatch int, pool func() *pgxpool.Pool, onWritten func(int)) *batcher {
-	return &batcher{in: make(chan *order, queue), maxBatch: maxBatch, pool: pool, onWritten: onWritten}
+func newBatcher(queue, maxBatch int, pool func() *pgxpool.Pool, floor *writeFloor, onWritten func(int)) *batcher {
+	return &batcher{in: make(chan *order, queue), maxBatch: maxBatch, pool: pool, floor: floor, onWritten: onWritten}
 }
 
 // start launches n writers that stop when ctx is done.
@@ -97,6 +99,10 @@ func (b *batcher) write(ctx context.Context) {
 			if o.ctx.Err() != nil {
 				continue // its client has its answer already
 			}
+			if b.floor.tooLate(o.ctx) {
+				o.done <- errTooLate // see writeFloor
+				continue
+			}
 			if d, ok := o.ctx.Deadline(); ok && d.After(deadline) {
 				deadline = d
 			}
@@ -113,8 +119,12 @@ func (b *batcher) write(ctx context.Context) {
 			if !deadline.IsZero() {
 				bctx, cancel = context.WithDeadline(ctx, deadline)
 			}
+			start := time.Now()
 			_, err = pool.Exec(bctx, insertBatch, ids, payloads)
 			cancel()
+			if err == nil {
+				b.floor.observe(time.Since(start))
+			}
 		}
 		if err == nil {
 			b.onWritten(len(live))

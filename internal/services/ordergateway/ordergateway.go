@@ -136,6 +136,7 @@ type Service struct {
 
 	pool   atomic.Pointer[pgxpool.Pool]
 	batch  *batcher // nil when MaxBatch is 1
+	floor  *writeFloor
 	probe  *services.ProbeConn
 	wd     *services.Watchdog
 	health *services.Health
@@ -179,12 +180,13 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 		reg:    prometheus.NewRegistry(),
 	}
 	s.lastOK.Store(-1)
+	s.floor = &writeFloor{limit: max(cfg.DBTimeout/10, 0)}
 	if cfg.MaxBatch > 1 {
 		queue := cfg.MaxInFlight
 		if queue <= 0 {
 			queue = 1024
 		}
-		s.batch = newBatcher(queue, cfg.MaxBatch, s.pool.Load, func(n int) {
+		s.batch = newBatcher(queue, cfg.MaxBatch, s.pool.Load, s.floor, func(n int) {
 			s.lastOK.Store(int64(time.Since(s.base)))
 			s.batches.Inc()
 			s.batched.Add(float64(n))
@@ -482,7 +484,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	if s.batch != nil {
 		err = s.batch.submit(&order{ctx: ctx, id: id, payload: string(body), done: make(chan error, 1)})
 	} else {
-		_, err = pool.Exec(ctx, insertOrder, id, string(body))
+		err = s.insert(ctx, pool, id, string(body))
 		if err == nil {
 			s.lastOK.Store(int64(time.Since(s.base)))
 		}
@@ -511,6 +513,27 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	s.created.Inc()
 	services.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: "accepted"})
+}
+
+// insert writes one order on a pooled connection within ctx. An order
+// whose deadline leaves less than the write floor once it holds a
+// connection is not written ([errTooLate]), so its deadline cannot cut
+// the statement off and close the connection ([writeFloor]).
+func (s *Service) insert(ctx context.Context, pool *pgxpool.Pool, id, payload string) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if s.floor.tooLate(ctx) {
+		return errTooLate
+	}
+	start := time.Now()
+	if _, err := conn.Exec(ctx, insertOrder, id, payload); err != nil {
+		return err
+	}
+	s.floor.observe(time.Since(start))
+	return nil
 }
 
 // orderID extracts the order's "id" (a non-empty string or a number).
