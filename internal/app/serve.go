@@ -234,6 +234,8 @@ health endpoints as order-gateway's correct build (no tax API in readiness).`,
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", paymentcore.DefaultRetryAfter, "Retry-After of every rejection")
 	fs.DurationVar(&cfg.RecoveryHold, "recovery-hold", paymentcore.DefaultRecoveryHold, "MC-ST-01: time below 60 % before RECOVERING turns NORMAL")
 	fs.IntVar(&cfg.MaxRetries, "max-retries", paymentcore.DefaultMaxRetries, "highest X-Retry-Attempt accepted before 429 ERR_RETRY_STORM_BLOCKED")
+	fs.IntVar(&cfg.AuthBatch, "auth-batch", paymentcore.DefaultAuthBatch, "most card authorizations per INSERT of the card_auth lane's group-commit writers (1: one INSERT per request)")
+	fs.IntVar(&cfg.AuthBatchWriters, "auth-batch-writers", paymentcore.DefaultAuthBatchWriters, "group-commit writers of the card_auth lane, each on a connection of the lane's pool (the naive build's shared pool)")
 	laneFlags(fs, "auth", &cfg.Auth, paymentcore.DefaultAuthLane, "card_auth")
 	laneFlags(fs, "fraud", &cfg.Fraud, paymentcore.DefaultFraudLane, "fraud_eval")
 	laneFlags(fs, "tax", &cfg.Tax, paymentcore.DefaultTaxLane, "tax_calc")

@@ -37,6 +37,8 @@ const (
 	DefaultRetryAfter   = 5 * time.Second // MC-FM-01, INV-BH-04
 	DefaultRecoveryHold = 10 * time.Second
 	DefaultMaxRetries   = 3 // ADV-IR-01, INV-BH-04
+	DefaultAuthBatch    = 64
+	DefaultAuthBatchWriters = 2
 )
 
 // Config configures a payment-core. Zero fields take the defaults given on
@@ -69,6 +71,16 @@ type Config struct {
 	// Shared is the naive build's one pool for every lane (120 workers,
 	// queue 1000 with 30 s wait, 60 connections).
 	Shared LaneConfig
+	// AuthBatch is the most card authorizations written by one INSERT;
+	// default 64 in both builds. Above 1, AuthBatchWriters writer goroutines
+	// group-commit whatever is queued on connections of the card_auth
+	// lane's pool (the naive build's shared pool); 1 means one INSERT per
+	// request on the request's own pooled connection.
+	AuthBatch int
+	// AuthBatchWriters is how many group-commit writers the card_auth lane
+	// runs when AuthBatch > 1; default 2 (1 when the lane's pool has one
+	// connection), at most the lane's pool.
+	AuthBatchWriters int
 	// WatchdogInterval and WatchdogStall tune the liveness watchdog
 	// (defaults 100ms and 5s).
 	WatchdogInterval, WatchdogStall time.Duration
@@ -99,6 +111,9 @@ func (c *Config) SetDefaults() {
 	if c.MaxRetries == 0 {
 		c.MaxRetries = DefaultMaxRetries
 	}
+	if c.AuthBatch == 0 {
+		c.AuthBatch = DefaultAuthBatch
+	}
 	for _, l := range []struct {
 		lane *LaneConfig
 		def  LaneConfig
@@ -111,6 +126,12 @@ func (c *Config) SetDefaults() {
 			if l.lane.QueueTimeout == 0 {
 				l.lane.QueueTimeout = 100 * time.Millisecond
 			}
+		}
+	}
+	if c.AuthBatchWriters == 0 {
+		c.AuthBatchWriters = DefaultAuthBatchWriters
+		if pool := c.authPool(); pool >= 1 && int32(c.AuthBatchWriters) > pool {
+			c.AuthBatchWriters = int(pool)
 		}
 	}
 }
@@ -147,5 +168,24 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s-pool: must be >= 1, got %d", l.name, l.lane.Pool))
 		}
 	}
+	if c.AuthBatch < 1 {
+		errs = append(errs, fmt.Errorf("--auth-batch: must be >= 1, got %d", c.AuthBatch))
+	}
+	authPool, poolFlag := c.authPool(), "--auth-pool"
+	if c.Build == services.BuildNaive {
+		poolFlag = "--shared-pool"
+	}
+	if c.AuthBatchWriters < 1 || (authPool >= 1 && int32(c.AuthBatchWriters) > authPool) {
+		errs = append(errs, fmt.Errorf("--auth-batch-writers: must be between 1 and %s (%d), got %d", poolFlag, authPool, c.AuthBatchWriters))
+	}
 	return errors.Join(errs...)
+}
+
+// authPool is the size of the pool card authorizations are written on:
+// the card_auth lane's, or the naive build's shared one.
+func (c Config) authPool() int32 {
+	if c.Build == services.BuildNaive {
+		return c.Shared.Pool
+	}
+	return c.Auth.Pool
 }
