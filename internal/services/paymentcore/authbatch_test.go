@@ -48,7 +48,10 @@ func TestAuthBatchWritesEachAuthOnce(t *testing.T) {
 		answers[i].card, answers[i].amount = fmt.Sprintf("tok_batch_%02d", i), int64(1000+i)
 		body := fmt.Sprintf(`{"card":%q,"amountCents":%d,"currency":"USD"}`, answers[i].card, answers[i].amount)
 		wg.Add(1)
-		go func() { defer wg.Done(); answers[i].resp = servicestest.Do(http.MethodPost, u+"/auth", body, 30*time.Second) }()
+		go func() {
+			defer wg.Done()
+			answers[i].resp = servicestest.Do(http.MethodPost, u+"/auth", body, 30*time.Second)
+		}()
 	}
 	waitFor(t, func() bool { return s.auths.queued.Load() == n })
 	for _, c := range held {

@@ -31,13 +31,13 @@ var (
 
 // Other defaults of [Config].
 const (
-	DefaultTaxTimeout   = 10 * time.Second // MC-ST-01 socket timeout
-	DefaultDBTimeout    = time.Second
-	DefaultReadyTimeout = services.DefaultReadyTimeout
-	DefaultRetryAfter   = 5 * time.Second // MC-FM-01, INV-BH-04
-	DefaultRecoveryHold = 10 * time.Second
-	DefaultMaxRetries   = 3 // ADV-IR-01, INV-BH-04
-	DefaultAuthBatch    = 64
+	DefaultTaxTimeout       = 10 * time.Second // MC-ST-01 socket timeout
+	DefaultDBTimeout        = time.Second
+	DefaultReadyTimeout     = services.DefaultReadyTimeout
+	DefaultRetryAfter       = 5 * time.Second // MC-FM-01, INV-BH-04
+	DefaultRecoveryHold     = 10 * time.Second
+	DefaultMaxRetries       = 3 // ADV-IR-01, INV-BH-04
+	DefaultAuthBatch        = 64
 	DefaultAuthBatchWriters = 2
 )
 
