@@ -196,3 +196,21 @@ func EnsureSchema(ctx context.Context, pool *pgxpool.Pool, lockKey int64, ddl ..
 	}
 	return nil
 }
+
+// StatementContext returns the context for one statement on a connection
+// already acquired for ctx's request: ctx's deadline and values, but not
+// its cancellation. A client that goes away while its statement runs
+// (its HTTP request's context is cancelled) then does not cut the
+// statement off: pgx cannot tell where in the protocol a cancelled
+// statement stopped, so it closes the pooled connection, and a new
+// PostgreSQL backend costs tens of ms of CPU on a small machine. The
+// statement finishes, or ends at ctx's deadline, as in a thread-per-request
+// server that notices a gone client only when it writes the answer. Call
+// the CancelFunc when the statement is done.
+func StatementContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	sctx := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(sctx, d)
+	}
+	return sctx, func() {}
+}

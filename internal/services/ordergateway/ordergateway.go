@@ -518,7 +518,8 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 // insert writes one order on a pooled connection within ctx. An order
 // whose deadline leaves less than the write floor once it holds a
 // connection is not written ([errTooLate]), so its deadline cannot cut
-// the statement off and close the connection ([writeFloor]).
+// the statement off and close the connection ([writeFloor]); nor can its
+// client going away ([services.StatementContext]).
 func (s *Service) insert(ctx context.Context, pool *pgxpool.Pool, id, payload string) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -528,8 +529,10 @@ func (s *Service) insert(ctx context.Context, pool *pgxpool.Pool, id, payload st
 	if s.floor.tooLate(ctx) {
 		return errTooLate
 	}
+	sctx, cancel := services.StatementContext(ctx)
+	defer cancel()
 	start := time.Now()
-	if _, err := conn.Exec(ctx, insertOrder, id, payload); err != nil {
+	if _, err := conn.Exec(sctx, insertOrder, id, payload); err != nil {
 		return err
 	}
 	s.floor.observe(time.Since(start))

@@ -1,0 +1,89 @@
+package ordergateway
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drillhq/drill/internal/services"
+	"github.com/drillhq/drill/internal/services/servicestest"
+	"github.com/drillhq/drill/internal/testutil"
+)
+
+// TestClientGoneKeepsConnection: with one INSERT per request, a client
+// that gives up while its order's statement waits on a lock does not cut
+// the statement off, so the order is written once the lock goes and the
+// pool keeps its one PostgreSQL backend (no reconnect), in both builds.
+func TestClientGoneKeepsConnection(t *testing.T) {
+	for _, build := range []services.Build{services.BuildCorrect, services.BuildNaive} {
+		t.Run(string(build), func(t *testing.T) {
+			pg := testutil.Postgres(t)
+			_, u := startGateway(t, Config{DatabaseURL: pg.DSN, Build: build, PoolSize: 1, MaxBatch: 1, DBTimeout: 30 * time.Second})
+			servicestest.WaitStatus(t, u+services.PathStartup, http.StatusOK, 20*time.Second)
+			if r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"before"}`, 5*time.Second); r.Status != http.StatusCreated {
+				t.Fatalf("first order: %d %q", r.Status, r.Body)
+			}
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, pg.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			// The pool's one connection is the backend whose last statement
+			// was an order's INSERT.
+			writer := func() (pids []int32) {
+				rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity
+					WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'INSERT INTO orders%' ORDER BY pid`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return pids
+			}
+			before := writer()
+			if len(before) != 1 {
+				t.Fatalf("backends that wrote orders: %v, want the pool's one", before)
+			}
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, "LOCK TABLE orders IN EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+			// The statement waits on the lock; the client gives up after 300 ms.
+			if r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"gone"}`, 300*time.Millisecond); r.Err == nil {
+				t.Fatalf("order behind the lock answered %d %q; want the client's timeout", r.Status, r.Body)
+			}
+			var waiting int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO orders%'`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting != 1 {
+				t.Fatalf("%d INSERTs wait on the lock after the client left; want the one statement, still running", waiting)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"after"}`, 5*time.Second); r.Status != http.StatusCreated {
+				t.Fatalf("order after the lock: %d %q", r.Status, r.Body)
+			}
+			var written int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders WHERE order_id IN ('before', 'gone', 'after')`).Scan(&written); err != nil {
+				t.Fatal(err)
+			}
+			if written != 3 {
+				t.Errorf("%d of the 3 orders written; the gone client's statement must finish", written)
+			}
+			if after := writer(); len(after) != 1 || after[0] != before[0] {
+				t.Errorf("the pool's backend was %v and is now %v; a client that left must not cost a reconnect", before, after)
+			}
+		})
+	}
+}
