@@ -130,7 +130,7 @@ func (c *Config) SetDefaults() {
 	}
 	if c.AuthBatchWriters == 0 {
 		c.AuthBatchWriters = DefaultAuthBatchWriters
-		if pool := c.authPool(); pool >= 1 && int32(c.AuthBatchWriters) > pool {
+		if pool := c.authLane().Pool; pool >= 1 && int32(c.AuthBatchWriters) > pool {
 			c.AuthBatchWriters = int(pool)
 		}
 	}
@@ -171,7 +171,7 @@ func (c Config) Validate() error {
 	if c.AuthBatch < 1 {
 		errs = append(errs, fmt.Errorf("--auth-batch: must be >= 1, got %d", c.AuthBatch))
 	}
-	authPool, poolFlag := c.authPool(), "--auth-pool"
+	authPool, poolFlag := c.authLane().Pool, "--auth-pool"
 	if c.Build == services.BuildNaive {
 		poolFlag = "--shared-pool"
 	}
@@ -181,11 +181,11 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// authPool is the size of the pool card authorizations are written on:
-// the card_auth lane's, or the naive build's shared one.
-func (c Config) authPool() int32 {
+// authLane is the lane card authorizations run in: card_auth, or the
+// naive build's shared one (its workers and the pool they are written on).
+func (c Config) authLane() LaneConfig {
 	if c.Build == services.BuildNaive {
-		return c.Shared.Pool
+		return c.Shared
 	}
-	return c.Auth.Pool
+	return c.Auth
 }

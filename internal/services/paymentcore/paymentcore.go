@@ -245,11 +245,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 		}
 	}
 	if cfg.AuthBatch > 1 {
-		queue := cfg.Auth.Workers
-		if cfg.Build == services.BuildNaive {
-			queue = cfg.Shared.Workers
-		}
-		s.auths = newAuthBatcher(queue, cfg.AuthBatch, func() *pgxpool.Pool {
+		s.auths = newAuthBatcher(cfg.authLane().Workers, cfg.AuthBatch, func() *pgxpool.Pool {
 			if ps := s.pools.Load(); ps != nil {
 				return ps.byLane[LaneAuth]
 			}
@@ -298,8 +294,7 @@ func (s *Service) Start(ctx context.Context) {
 	}
 	s.wg.Add(3)
 	if s.auths != nil {
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.auths.start(ctx, s.cfg.AuthBatchWriters); s.auths.wait() }()
+		s.auths.start(ctx, s.cfg.AuthBatchWriters)
 	}
 	go func() { defer s.wg.Done(); s.wd.Run(ctx) }()
 	go func() { defer s.wg.Done(); s.startUp(ctx) }()
@@ -327,6 +322,9 @@ func (s *Service) Drain() { s.health.Drain() }
 // pools, the readiness connection and idle tax API connections.
 func (s *Service) Close() {
 	s.wg.Wait()
+	if s.auths != nil {
+		s.auths.wait()
+	}
 	if ps := s.pools.Swap(nil); ps != nil {
 		for _, p := range ps.all {
 			p.Close()
