@@ -492,21 +492,50 @@ func (r *Replica) changedLocked() {
 	}
 }
 
+// textBusyRetries is how many times startCmd tries again when exec fails
+// with ETXTBSY, and textBusyWait the first wait between tries (doubled
+// each time: 5+10+20+40 ms at most, 75 ms in all).
+const (
+	textBusyRetries = 4
+	textBusyWait    = 5 * time.Millisecond
+)
+
+// startCmd starts the replica's command with its output into stdout and
+// stderr. exec fails with ETXTBSY ("text file busy") while any process
+// holds the program open for writing; a program written just before the
+// run (a build, a test's script) is briefly held so by every child that
+// drill or the test forked in the meantime, until that child's own exec
+// closes the inherited descriptor (golang/go#22315). Such a failure is
+// retried a few times; any other error, or ETXTBSY that lasts, is
+// returned (a Cmd cannot be started twice, so each try builds its own).
+func (r *Replica) startCmd(stdout, stderr io.Writer) (*exec.Cmd, error) {
+	wait := textBusyWait
+	for try := 0; ; try++ {
+		cmd := exec.Command(r.cfg.Command[0], r.cfg.Command[1:]...)
+		cmd.Env = r.cfg.Env
+		cmd.Dir = r.cfg.Dir
+		cmd.Stdout = stdout
+		cmd.Stderr = stderr
+		// Output copying must not hang on a descendant that escaped the group.
+		cmd.WaitDelay = 2 * time.Second
+		err := r.spawn.start(cmd)
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || try == textBusyRetries {
+			return cmd, err
+		}
+		time.Sleep(wait)
+		wait *= 2
+	}
+}
+
 // startLocked starts a new process for restart number count (0: first).
 func (r *Replica) startLocked(count int32) (*instance, error) {
-	cmd := exec.Command(r.cfg.Command[0], r.cfg.Command[1:]...)
-	cmd.Env = r.cfg.Env
-	cmd.Dir = r.cfg.Dir
 	// Two pipes, each gathered into whole lines: a line of stdout and one
 	// of stderr written at the same moment never interleave.
 	stdout, stderr := &lineWriter{w: r.logs}, &lineWriter{w: r.logs}
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	// Output copying must not hang on a descendant that escaped the group.
-	cmd.WaitDelay = 2 * time.Second
 	seq := r.logs.mark(fmt.Sprintf("[drill] %s starting container %s (restart %d): %s",
 		time.Now().Format(time.RFC3339Nano), r.cfg.Container, count, strings.Join(r.cfg.Command, " ")))
-	if err := r.spawn.start(cmd); err != nil {
+	cmd, err := r.startCmd(stdout, stderr)
+	if err != nil {
 		return nil, fmt.Errorf("start pod %s: %w", r.cfg.Pod, err)
 	}
 	inst := &instance{

@@ -390,3 +390,30 @@ func TestFailedStartFakeClock(t *testing.T) {
 		t.Errorf("status %+v, want restartCount 2 and a running process", st)
 	}
 }
+
+// TestStartRetriesTextFileBusy: a program still held open for writing when
+// its replica starts (as a forked child briefly holds every descriptor of
+// its parent, golang/go#22315) fails exec with ETXTBSY; the start waits
+// for it to be released instead of failing the pod.
+func TestStartRetriesTextFileBusy(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "app")
+	w, err := os.OpenFile(script, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("#!/bin/sh\nexec sleep 3600\n"); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(20 * time.Millisecond)
+		w.Close()
+	}()
+	f := startFake(t, ReplicaConfig{Command: []string{script}, Env: os.Environ(), Port: 1})
+	<-released
+	if st := f.r.Status(); st.State != StateRunning || st.PID == 0 {
+		t.Fatalf("status %+v, want a running process", st)
+	}
+}
