@@ -69,7 +69,7 @@ behind its schedule beyond the lag budget or a load worker failed (the
 figures cannot be trusted).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := runner.LoadOptions{Save: f.save, ProgressEvery: f.progressEvery, Stdout: g.Stdout, Progress: g.Stderr, Logger: g.Logger,
+			opts := runner.LoadOptions{Save: f.save, ProgressEvery: f.progressEvery, Stdout: g.Stdout, Progress: g.Stderr, Logger: g.Logger, OnLate: g.onLate(),
 				Workers: runner.WorkersOptions{Kubeconfig: g.Kubeconfig, Context: g.Context, Namespace: g.Namespace, StartMargin: f.startMargin}}
 			if d, err := inject.DefaultStateDir(g.Getenv); err == nil {
 				opts.Workers.StateDir = d

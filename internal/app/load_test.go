@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/measure"
@@ -93,5 +94,42 @@ func TestLoadConnectionRefusedIsInvalid(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+// TestTraceLate: with the hidden --trace-late flag, a stream that falls
+// behind its schedule leaves a Go execution trace of drill in the file;
+// one that keeps it leaves none.
+func TestTraceLate(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}))
+	defer slow.Close()
+	for _, tc := range []struct {
+		name, path string
+		workers    string
+		want       bool
+	}{
+		{"behind", "/slow", "1", true},
+		{"on schedule", "/fast", "0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "late.trace")
+			var out, errOut bytes.Buffer
+			_ = Run(context.Background(), &Globals{Stdout: &out, Stderr: &errOut},
+				[]string{"--trace-late", file, "load", "--url", slow.URL + tc.path, "--rate", "200/s", "--duration", "1s",
+					"--max-workers", tc.workers, "--timeout", "1s", "--progress", "-1s", "--late", "50ms"})
+			b, err := os.ReadFile(file)
+			switch {
+			case tc.want && err != nil:
+				t.Fatalf("no trace written: %v (stderr: %s)", err, errOut.String())
+			case tc.want && !bytes.HasPrefix(b, []byte("go 1.")):
+				t.Fatalf("%s is not a Go execution trace", file)
+			case !tc.want && err == nil:
+				t.Fatalf("a trace was written although the stream kept its schedule")
+			}
+		})
 	}
 }

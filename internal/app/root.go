@@ -9,10 +9,13 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/flighttrace"
+	"github.com/drillhq/drill/internal/load"
 	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -55,6 +58,24 @@ type Globals struct {
 	// CPUProfile is the hidden --cpuprofile flag: a file that receives a
 	// pprof CPU profile of the whole command (for drill's developers).
 	CPUProfile string
+	// TraceLate is the hidden --trace-late flag: a file that receives the
+	// last seconds of drill's Go execution trace when a load stream first
+	// falls behind its schedule (load.LateHookAfter late requests; for
+	// drill's developers). Nothing is written when none does.
+	TraceLate string
+
+	lateTrace *flighttrace.Recorder // running while a command runs with TraceLate
+}
+
+// onLate is the load generator's hook for --trace-late: it triggers the
+// flight recorder's write; nil without the flag.
+func (g *Globals) onLate() func(stream string, at time.Duration) {
+	if g.lateTrace == nil {
+		return nil
+	}
+	return func(stream string, at time.Duration) {
+		g.lateTrace.Trigger(fmt.Sprintf("stream %s: %d requests late, the last due at t=%s", stream, load.LateHookAfter, at.Round(time.Millisecond)))
+	}
 }
 
 // commands lists drill's subcommands in help order. To add one, write
@@ -98,12 +119,21 @@ func Run(ctx context.Context, g *Globals, args []string) error {
 	var stopProfile func()
 	root.PersistentPreRunE = chainPreRun(root.PersistentPreRunE, func() error {
 		var err error
-		stopProfile, err = startCPUProfile(g.CPUProfile)
-		return err
+		if stopProfile, err = startCPUProfile(g.CPUProfile); err != nil {
+			return err
+		}
+		// The trace shows what happened up to 2 s after the trigger.
+		if g.lateTrace, err = flighttrace.Start(g.TraceLate, 2*time.Second, g.Logger); err != nil {
+			return fmt.Errorf("--trace-late: %w", err)
+		}
+		return nil
 	})
 	cmd, err := root.ExecuteContextC(ctx)
 	if stopProfile != nil {
 		stopProfile()
+	}
+	if g.lateTrace != nil && !g.lateTrace.Stop() {
+		g.Logger.Warn("--trace-late: no stream fell behind; no trace written", "file", g.TraceLate)
 	}
 	if err != nil && !started && exitcode.Code(err) == exitcode.CouldNotRun {
 		// cobra failed before any command ran: unknown command or flag,
@@ -152,6 +182,8 @@ touched), 3 could not run, 4 invalid measurement, 5 cleanup unverified.`,
 	f.CountVarP(&g.Verbosity, "verbose", "v", "more log output (-v info, -vv debug)")
 	f.StringVar(&g.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the command to this file ({pid} becomes the process id)")
 	_ = f.MarkHidden("cpuprofile")
+	f.StringVar(&g.TraceLate, "trace-late", "", "write the last seconds of drill's Go execution trace to this file when a load stream first falls behind its schedule")
+	_ = f.MarkHidden("trace-late")
 	for _, newCmd := range commands() {
 		root.AddCommand(newCmd(g))
 	}

@@ -92,6 +92,7 @@ makes the run invalid (exit 4); the summary lists each worker.`,
 				RunID:       f.runID,
 				Version:     g.Version,
 				OnLive:      ui.attach(),
+				OnLate:      g.onLate(),
 
 				WorkersStartMargin: f.startMargin,
 			})

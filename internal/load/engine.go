@@ -60,6 +60,9 @@ const (
 	// DefaultGrace is how long after its duration a stream may still send
 	// hits it owes; hits not sent by then count as missed (late).
 	DefaultGrace = time.Second
+	// LateHookAfter is the late request that calls Options.OnLate: enough
+	// that a single straggler does not.
+	LateHookAfter = 100
 	// DefaultAbortLag: a stream whose dispatch lag reaches it stops sending.
 	// A generator that far behind is collapsing (each missed tick adds a
 	// worker and a connection, which slows it further); the run is invalid
@@ -87,6 +90,12 @@ type Options struct {
 	AbortLag time.Duration
 	// MaxDials caps the connections a stream opens at once; default 32.
 	MaxDials int
+	// OnLate, when set, is called at most once per stream, in a goroutine
+	// of its own, when the stream's late requests (sent later than its lag
+	// budget allows) first reach LateHookAfter: the moment to save a
+	// runtime trace of drill (the hidden --trace-late flag). at is that
+	// request's intended send time (clock offset).
+	OnLate func(stream string, at time.Duration)
 	// Seconds, when set, receives every stream's seconds as they close (a
 	// second closes once no result can still arrive for it: the stream's
 	// timeout plus 2 s after it ends), each exactly once and contiguous
@@ -226,6 +235,7 @@ type stream struct {
 	// worker cap, not the generator's speed, held hits back.
 	capped atomic.Int64
 
+	onLate    func(stream string, at time.Duration) // Options.OnLate
 	abortLag  time.Duration
 	abort     chan struct{} // closed when the lag reached abortLag
 	abortOnce sync.Once
@@ -290,7 +300,7 @@ func New(clock *event.Clock, streams []scenario.Stream, opts Options, log *slog.
 
 func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	s := &stream{name: st.Name, spec: st, start: st.Start.D(), dur: st.Duration.D(), clock: e.clock,
-		abortLag: e.opts.AbortLag, abort: make(chan struct{})}
+		abortLag: e.opts.AbortLag, abort: make(chan struct{}), onLate: e.opts.OnLate}
 	if s.dur == 0 && len(st.Steps) > 0 {
 		for _, step := range st.Steps {
 			s.dur += step.For.D()
@@ -706,7 +716,9 @@ func (s *stream) record(r *vegeta.Result) {
 		o.retryAfter = true
 	}
 	if o.late {
-		s.lateN.Add(1)
+		if s.lateN.Add(1) == LateHookAfter && s.onLate != nil {
+			go s.onLate(s.name, intended)
+		}
 		if s.abortLag > 0 && lag >= s.abortLag {
 			s.triggerAbort(sent)
 		}

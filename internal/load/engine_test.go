@@ -750,3 +750,48 @@ func TestSecondsJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOnLate: Options.OnLate is called once, for the stream that fell
+// behind, when its late requests reach LateHookAfter, with a time inside
+// the stream; a stream on schedule never calls it.
+func TestOnLate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}))
+	defer srv.Close()
+	type call struct {
+		stream string
+		at     time.Duration
+	}
+	calls := make(chan call, 10)
+	tight := &scenario.LagBudget{Late: dur(5 * time.Millisecond), Fraction: 0.01}
+	e := runStreams(t, event.NewClock(), Options{OnLate: func(stream string, at time.Duration) { calls <- call{stream, at} }},
+		scenario.Stream{
+			// One worker for 200 hits a second that each take 10 ms: most
+			// go out late.
+			Name: "behind", Targets: []scenario.Target{{URL: srv.URL + "/slow"}}, Rate: rate(200, time.Second),
+			Duration: dur(time.Second), MaxWorkers: 1, Timeout: dur(time.Second), LagBudget: tight,
+		},
+		scenario.Stream{
+			Name: "fine", Targets: []scenario.Target{{URL: srv.URL + "/fast"}}, Rate: rate(5, time.Second),
+			Duration: dur(time.Second), Timeout: dur(time.Second), LagBudget: relaxed,
+		})
+	if late := e.Series()["behind"].Total().Late; late < LateHookAfter {
+		t.Fatalf("only %d late requests; the test needs %d", late, LateHookAfter)
+	}
+	select {
+	case c := <-calls:
+		if c.stream != "behind" || c.at <= 0 || c.at > 2*time.Second {
+			t.Fatalf("OnLate(%q, %s), want the stream behind and a time within it", c.stream, c.at)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnLate was not called")
+	}
+	select {
+	case c := <-calls:
+		t.Fatalf("OnLate called again: %+v", c)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -48,6 +48,8 @@ type LoadOptions struct {
 	// Workers configure a scenario whose load.workers spreads its load over
 	// worker pods.
 	Workers WorkersOptions
+	// OnLate: see Options.OnLate (local load only).
+	OnLate func(stream string, at time.Duration)
 }
 
 // Load drives streams alone, with no fault (drill load): a scenario's
@@ -113,7 +115,7 @@ func scenarioStreams(s *scenario.Scenario, vars map[string]string) ([]scenario.S
 
 func runLoad(ctx context.Context, opts LoadOptions, streams []scenario.Stream, dir string) error {
 	clock := event.NewClock()
-	lopts := load.Options{Dir: dir}
+	lopts := load.Options{Dir: dir, OnLate: opts.OnLate}
 	// Without Save only each stream's total is printed: the engine hands
 	// its closed seconds to a running total per stream, so memory stays
 	// flat however long the load runs. Save writes every second, which

@@ -63,6 +63,11 @@ type Options struct {
 	// OnLive, when set, receives the run's [Control] once load starts
 	// (t=0), from the run's goroutine; it must not block.
 	OnLive func(*Control)
+	// OnLate, when set, is called once a stream of the local load
+	// generator has sent load.LateHookAfter requests late (see
+	// load.Options.OnLate); drill's developers save a runtime trace then
+	// (--trace-late).
+	OnLate func(stream string, at time.Duration)
 }
 
 // Result is what a run produced.

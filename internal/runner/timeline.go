@@ -78,7 +78,7 @@ func (r *run) newTimeline() (*timeline, error) {
 	for _, svc := range r.env.services {
 		routers[svc.Addr()] = svc
 	}
-	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: labelRouters(routers), Seconds: &tl.journal}, r.log.With("component", "load"))
+	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: labelRouters(routers), Seconds: &tl.journal, OnLate: r.opts.OnLate}, r.log.With("component", "load"))
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("prepare load: %w", err))
 	}
