@@ -1,21 +1,16 @@
 // Command tracelag reads a Go execution trace of drill (the hidden
 // `--trace-late FILE` flag of drill run and drill load writes one when a
 // stream first falls behind its schedule) and prints, per time bin, what
-// the load generator's dispatch path waited for:
+// the load generator's dispatch path waited for.
 //
-//   - pacer: how long vegeta's pacer goroutine was runnable (waiting for
-//     a processor), running, and parked in sleep or in a channel send;
+//	go run ./bench/tracelag [-bin 50ms] FILE
 //
-//   - hand-off: for workers woken by the pacer to send a hit (the moment
-//     the hit's send time is stamped), the 90th percentile and the
-//     maximum wait from runnable to running;
-//
-//   - spawned: workers the pacer started (all were busy);
-//
-//   - goroutines: every goroutine started in the bin (drill's whole
-//     process), and GC mark assists begun.
-//
-//     go run ./bench/tracelag [-bin 50ms] FILE
+// Columns: the pacer's time runnable (waiting for a processor), running,
+// asleep and parked in a channel send (ms); hand-offs, the workers the
+// pacer woke to send a hit (the worker stamps the hit's send time when it
+// runs), with the 90th percentile and the maximum of their wait from
+// runnable to running (ms); workers the pacer started (all were busy);
+// goroutines started anywhere in drill; GC mark assists begun.
 //
 // The trace holds about the 5 s before the write; bins are numbered from
 // its first event. Times are of drill's Go scheduler only: a thread the
