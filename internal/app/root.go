@@ -65,6 +65,8 @@ type Globals struct {
 	TraceLate string
 
 	lateTrace *flighttrace.Recorder // running while a command runs with TraceLate
+	// lateHooked: a command handed the trace's hook to a load generator.
+	lateHooked bool
 }
 
 // onLate is the load generator's hook for --trace-late: it triggers the
@@ -73,6 +75,7 @@ func (g *Globals) onLate() func(stream string, at time.Duration) {
 	if g.lateTrace == nil {
 		return nil
 	}
+	g.lateHooked = true
 	return func(stream string, at time.Duration) {
 		g.lateTrace.Trigger(fmt.Sprintf("stream %s: %d requests late, the last due at t=%s", stream, load.LateHookAfter, at.Round(time.Millisecond)))
 	}
@@ -132,7 +135,7 @@ func Run(ctx context.Context, g *Globals, args []string) error {
 	if stopProfile != nil {
 		stopProfile()
 	}
-	if g.lateTrace != nil && !g.lateTrace.Stop() {
+	if g.lateTrace != nil && !g.lateTrace.Stop() && g.lateHooked {
 		g.Logger.Warn("--trace-late: no stream fell behind; no trace written", "file", g.TraceLate)
 	}
 	if err != nil && !started && exitcode.Code(err) == exitcode.CouldNotRun {

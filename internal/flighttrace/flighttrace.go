@@ -38,8 +38,11 @@ type Recorder struct {
 
 // Start starts the flight recorder; Trigger writes its window to path,
 // after more seconds past the trigger (so that the trace shows what
-// followed too; at most Window). An empty path returns nil, nil. The error
-// says why tracing could not start (another trace running).
+// followed too; at most Window). An empty path returns nil, nil. The file
+// is created at once, so that a path that cannot be written fails here
+// (the error names it), and removed by Stop when nothing was triggered.
+// The error also says when tracing could not start (another trace
+// running).
 func Start(path string, after time.Duration, log *slog.Logger) (*Recorder, error) {
 	if path == "" {
 		return nil, nil
@@ -47,8 +50,14 @@ func Start(path string, after time.Duration, log *slog.Logger) (*Recorder, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
 	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: Window, MaxBytes: MaxBytes})
 	if err := fr.Start(); err != nil {
+		os.Remove(path)
 		return nil, fmt.Errorf("start the runtime's flight recorder: %w", err)
 	}
 	return &Recorder{fr: fr, path: path, after: min(after, Window), log: log, written: make(chan struct{})}, nil
@@ -97,8 +106,8 @@ func (r *Recorder) write(reason string) {
 }
 
 // Stop waits for a triggered write to finish (at most the recorder's
-// delay), then stops the recorder. It reports whether a trace was
-// triggered.
+// delay), then stops the recorder; without a trigger it removes the file
+// Start created. It reports whether a trace was triggered.
 func (r *Recorder) Stop() bool {
 	if r == nil {
 		return false
@@ -113,5 +122,10 @@ func (r *Recorder) Stop() bool {
 	r.stopped = true
 	r.mu.Unlock()
 	r.fr.Stop()
+	if !triggered {
+		if err := os.Remove(r.path); err != nil && !os.IsNotExist(err) {
+			r.log.Error("could not remove the unused trace file", "file", r.path, "err", err)
+		}
+	}
 	return triggered
 }

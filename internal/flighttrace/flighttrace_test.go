@@ -63,3 +63,12 @@ func TestStopWithoutTrigger(t *testing.T) {
 		t.Fatalf("a trace was written without a trigger: %v", err)
 	}
 }
+
+// TestUnwritablePath: a path that cannot be created fails at Start.
+func TestUnwritablePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing-dir", "late.trace")
+	if r, err := Start(path, time.Second, nil); err == nil {
+		r.Stop()
+		t.Fatal("Start accepted a file in a directory that does not exist")
+	}
+}
