@@ -569,9 +569,14 @@ func (s *Service) enter(w http.ResponseWriter, r *http.Request, lane int, onReje
 
 // queryOne runs query with args on lane's pool within DBTimeout and scans
 // its one row into dest. When it reports false the failure was answered.
+// The statement runs to its end (or DBTimeout) even when the client leaves
+// ([services.StatementContext]): cut off mid-statement, pgx would close the
+// pooled connection and the pool open a new one.
 func (s *Service) queryOne(w http.ResponseWriter, r *http.Request, ps *poolSet, lane int, dest any, query string, args ...any) bool {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	ctx, cancel := services.StatementContext(r.Context())
 	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, s.cfg.DBTimeout)
+	defer cancelTimeout()
 	if err := ps.byLane[lane].QueryRow(ctx, query, args...).Scan(dest); err != nil {
 		s.dbFailure(w, r, lane, err, errors.Is(ctx.Err(), context.DeadlineExceeded))
 		return false
@@ -661,8 +666,11 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Record the quote on the tax lane's own pool, after the API call: no
-	// connection is held while the tax API is slow (ADV-FD-01).
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DBTimeout)
+	// connection is held while the tax API is slow (ADV-FD-01). The
+	// statement is not cut off when the client leaves (see queryOne).
+	sctx, scancel := services.StatementContext(r.Context())
+	defer scancel()
+	ctx, cancel := context.WithTimeout(sctx, s.cfg.DBTimeout)
 	defer cancel()
 	var id int64
 	if err := ps.byLane[LaneTax].QueryRow(ctx, insertQuote, q.Jurisdiction, q.AmountCents, q.Rate, q.Source).Scan(&id); err != nil {
@@ -710,7 +718,11 @@ func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool
 		return
 	}
 	defer conn.Release()
-	tx, err := conn.Begin(r.Context())
+	// The transaction's statements run to their end when the client leaves
+	// (see queryOne); only the tax API call follows the client.
+	sctx, scancel := services.StatementContext(r.Context())
+	defer scancel()
+	tx, err := conn.Begin(sctx)
 	if err != nil {
 		s.dbFailure(w, r, LaneTax, err, false)
 		return
@@ -718,7 +730,7 @@ func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool
 	defer func() { _ = tx.Rollback(context.WithoutCancel(r.Context())) }()
 	cached, _ := s.rates.Rate(req.Jurisdiction)
 	var id int64
-	if err := tx.QueryRow(r.Context(), insertQuote, req.Jurisdiction, req.amount(), cached, "pending").Scan(&id); err != nil {
+	if err := tx.QueryRow(sctx, insertQuote, req.Jurisdiction, req.amount(), cached, "pending").Scan(&id); err != nil {
 		s.dbFailure(w, r, LaneTax, err, false)
 		return
 	}
@@ -726,11 +738,11 @@ func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool
 	if r.Context().Err() != nil {
 		return
 	}
-	if _, err := tx.Exec(r.Context(), updateQuote, id, q.Rate, q.Source); err != nil {
+	if _, err := tx.Exec(sctx, updateQuote, id, q.Rate, q.Source); err != nil {
 		s.dbFailure(w, r, LaneTax, err, false)
 		return
 	}
-	if err := tx.Commit(r.Context()); err != nil {
+	if err := tx.Commit(sctx); err != nil {
 		s.dbFailure(w, r, LaneTax, err, false)
 		return
 	}
