@@ -17,6 +17,9 @@ import (
 // that gives up while its order's statement waits on a lock does not cut
 // the statement off, so the order is written once the lock goes and the
 // pool keeps its one PostgreSQL backend (no reconnect), in both builds.
+// insertLike matches an order's INSERT in pg_stat_activity.
+const insertLike = "INSERT INTO orders%"
+
 func TestClientGoneKeepsConnection(t *testing.T) {
 	for _, build := range []services.Build{services.BuildCorrect, services.BuildNaive} {
 		t.Run(string(build), func(t *testing.T) {
@@ -32,21 +35,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close(ctx)
-			// The pool's one connection is the backend whose last statement
-			// was an order's INSERT.
-			writer := func() (pids []int32) {
-				rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity
-					WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'INSERT INTO orders%' ORDER BY pid`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
-				if err != nil {
-					t.Fatal(err)
-				}
-				return pids
-			}
-			before := writer()
+			before := servicestest.Backends(t, conn, insertLike)
 			if len(before) != 1 {
 				t.Fatalf("backends that wrote orders: %v, want the pool's one", before)
 			}
@@ -61,10 +50,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 			if r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"gone"}`, 300*time.Millisecond); r.Err == nil {
 				t.Fatalf("order behind the lock answered %d %q; want the client's timeout", r.Status, r.Body)
 			}
-			var waiting int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO orders%'`).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
+			waiting := servicestest.LockWaiters(t, tx, insertLike)
 			if waiting != 1 {
 				t.Fatalf("%d INSERTs wait on the lock after the client left; want the one statement, still running", waiting)
 			}
@@ -81,7 +67,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 			if written != 3 {
 				t.Errorf("%d of the 3 orders written; the gone client's statement must finish", written)
 			}
-			if after := writer(); len(after) != 1 || after[0] != before[0] {
+			if after := servicestest.Backends(t, conn, insertLike); len(after) != 1 || after[0] != before[0] {
 				t.Errorf("the pool's backend was %v and is now %v; a client that left must not cost a reconnect", before, after)
 			}
 		})

@@ -41,21 +41,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close(ctx)
-			// The lane's one connection is the backend whose last statement
-			// was the lane's.
-			backends := func() (pids []int32) {
-				rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity
-					WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE $1 ORDER BY pid`, tc.stmt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
-				if err != nil {
-					t.Fatal(err)
-				}
-				return pids
-			}
-			before := backends()
+			before := servicestest.Backends(t, conn, tc.stmt)
 			if len(before) != 1 {
 				t.Fatalf("backends that ran the lane's statement: %v, want the pool's one", before)
 			}
@@ -69,10 +55,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 			if r := servicestest.Do(http.MethodPost, u+tc.path, tc.body, 300*time.Millisecond); r.Err == nil {
 				t.Fatalf("request behind the lock answered %d %q; want the client's timeout", r.Status, r.Body)
 			}
-			var waiting int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, tc.stmt).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
+			waiting := servicestest.LockWaiters(t, tx, tc.stmt)
 			if waiting != 1 {
 				t.Fatalf("%d statements wait on the lock after the client left; want the one, still running", waiting)
 			}
@@ -82,7 +65,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 			if r := servicestest.Do(http.MethodPost, u+tc.path, tc.body, 5*time.Second); r.Status != http.StatusOK {
 				t.Fatalf("request after the lock: %d %q", r.Status, r.Body)
 			}
-			if after := backends(); len(after) != 1 || after[0] != before[0] {
+			if after := servicestest.Backends(t, conn, tc.stmt); len(after) != 1 || after[0] != before[0] {
 				t.Errorf("the lane's backend was %v and is now %v; a client that left must not cost a reconnect", before, after)
 			}
 		})
