@@ -29,11 +29,11 @@ type Recorder struct {
 	after time.Duration
 	log   *slog.Logger
 
-	once    sync.Once
-	written chan struct{} // closed when the write finished (or was skipped)
-	mu      sync.Mutex
-	reason  string
-	stopped bool
+	once      sync.Once
+	written   chan struct{} // closed when the write finished (or was skipped)
+	mu        sync.Mutex
+	triggered bool
+	stopped   bool
 }
 
 // Start starts the flight recorder; Trigger writes its window to path,
@@ -72,7 +72,7 @@ func (r *Recorder) Trigger(reason string) {
 	}
 	r.once.Do(func() {
 		r.mu.Lock()
-		r.reason = reason
+		r.triggered = true
 		r.mu.Unlock()
 		go func() {
 			defer close(r.written)
@@ -113,7 +113,7 @@ func (r *Recorder) Stop() bool {
 		return false
 	}
 	r.mu.Lock()
-	triggered := r.reason != ""
+	triggered := r.triggered
 	r.mu.Unlock()
 	if triggered {
 		<-r.written
