@@ -220,7 +220,8 @@ type stream struct {
 	part       Partition // this engine's share of the schedule
 	clock      *event.Clock
 	rec        *recorder
-	base       *http.Transport
+	base       *http.Transport // https, and streams with maxConnections
+	lean       *h1Transport    // http:// targets; nil for streams with maxConnections
 	client     *http.Client
 
 	state    atomic.Int32
@@ -370,16 +371,23 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 	dial := func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
 		done := markDial(ctx)
 		defer func() { done(err) }()
-		select {
-		case dials <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		// The lean transport's requests carry their deadline beside the
+		// context, not in it (see transport.RoundTrip).
+		deadline := requestDeadline(ctx)
+		if err := acquire(ctx, dials, network, deadline); err != nil {
+			return nil, err
 		}
 		defer func() { <-dials }()
-		if r := perConn[addr]; r != nil {
-			return r.DialVia(ctx, dialer.DialContext)
+		d := dialer
+		if !deadline.IsZero() {
+			dd := *dialer
+			dd.Deadline = deadline
+			d = &dd
 		}
-		return dialer.DialContext(ctx, network, addr)
+		if r := perConn[addr]; r != nil {
+			return r.DialVia(ctx, d.DialContext)
+		}
+		return d.DialContext(ctx, network, addr)
 	}
 	s.base = &http.Transport{
 		DialContext:         dial,
@@ -397,10 +405,21 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 		TLSHandshakeTimeout: s.timeout,
 		IdleConnTimeout:     90 * time.Second,
 	}
+	if st.MaxConnections == 0 {
+		// net/http's Transport enforces maxConnections (requests wait for
+		// a connection); the lean one has no such cap.
+		s.lean = &h1Transport{
+			dial:        dial,
+			keepAlive:   keepAlive,
+			maxIdle:     s.base.MaxIdleConnsPerHost,
+			idleTimeout: s.base.IdleConnTimeout,
+			bufSize:     connBufferSize,
+		}
+	}
 	s.client = &http.Client{
 		// No Timeout here: the transport applies s.timeout itself (see
 		// transport.RoundTrip).
-		Transport: &transport{base: s.base, s: s, routers: perRequest(e.opts.Routers)},
+		Transport: &transport{base: s.base, lean: s.lean, s: s, routers: perRequest(e.opts.Routers)},
 		// Redirects are answers, not followed (3xx counts as OK).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -457,7 +476,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		select {
 		case <-all:
 			for _, s := range e.streams {
-				s.base.CloseIdleConnections()
+				s.closeIdle()
 			}
 			if e.opts.Seconds != nil {
 				e.closeSeconds(0, true)
@@ -643,9 +662,17 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 	}
 	// Free this stream's connections now (a stopped stream can hold
 	// thousands after a burst), not when the last stream ends.
-	s.base.CloseIdleConnections()
+	s.closeIdle()
 	s.state.Store(stateDone)
 	log.Info("stream finished", "requests", s.results.Load(), "late", s.lateN.Load())
+}
+
+// closeIdle closes the stream's idle connections (both transports').
+func (s *stream) closeIdle() {
+	s.base.CloseIdleConnections()
+	if s.lean != nil {
+		s.lean.CloseIdleConnections()
+	}
 }
 
 // total is the number of hits intended from the stream's start to its

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -117,17 +118,28 @@ func retryAfter(h string, now time.Time) (time.Duration, bool) {
 // retries into the bucket of the hit's intended time.
 type transport struct {
 	base    *http.Transport
+	lean    *h1Transport // nil: base sends every request
 	s       *stream
 	routers map[string]Router
 }
 
+// leanFor reports whether the lean transport sends req (http:// URLs,
+// when the stream has one).
+func (t *transport) leanFor(req *http.Request) bool {
+	return t.lean != nil && req.URL.Scheme == "http"
+}
+
 // send makes one attempt: through the router of the URL's host when there
-// is one, else straight with the base transport.
+// is one, else straight with the lean or the base transport.
 func (t *transport) send(req *http.Request) (*http.Response, error) {
-	if r := t.routers[req.URL.Host]; r != nil {
-		return r.RoundTripVia(t.base, req)
+	var rt http.RoundTripper = t.base
+	if t.leanFor(req) {
+		rt = t.lean
 	}
-	return t.base.RoundTrip(req)
+	if r := t.routers[req.URL.Host]; r != nil {
+		return r.RoundTripVia(rt, req)
+	}
+	return rt.RoundTrip(req)
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -140,12 +152,21 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	s.inflight.Add(1)
 	// The stream's timeout, from here to the end of the response body
-	// (what http.Client.Timeout covers). It lives in the request's context
-	// rather than in http.Client.Timeout: for a RoundTripper that is not an
-	// *http.Transport the client enforces its timeout with a goroutine, a
-	// timer and a cancel channel per request.
-	ctx, cancel := context.WithTimeout(req.Context(), s.timeout)
+	// (what http.Client.Timeout covers). It is not http.Client.Timeout:
+	// for a RoundTripper that is not an *http.Transport the client enforces
+	// that with a goroutine, a timer and a cancel channel per request. The
+	// lean transport sets it on the request's connection (and the dial),
+	// reading it from the dialState, so its requests need no timer at all
+	// (a context's timer starts a goroutine when it fires, which a fault
+	// that holds every request makes thousands of times a second); for
+	// net/http's Transport it is the context's deadline.
+	deadline := time.Now().Add(s.timeout)
+	ctx, cancel := req.Context(), context.CancelFunc(noCancel)
+	if !t.leanFor(req) {
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+	}
 	rs := &reqState{s: s, seq: seq, seqOK: seqOK, cancel: cancel}
+	rs.dial.deadline = deadline
 	// The stream's dial function marks the connection attempts it makes
 	// for this request (see dialState).
 	ctx = context.WithValue(ctx, dialStateKey{}, &rs.dial)
@@ -189,7 +210,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// opened: a dial timeout, not a slow response.
 			err = fmt.Errorf("%w; %s", err, noConnection)
 		}
-		if attempt >= s.retry.maxAttempts || !s.retry.wants(resp, err, req.Context()) {
+		if attempt >= s.retry.maxAttempts || !s.retry.wants(resp, err, deadline) {
 			if err != nil {
 				finish(0, out, retries)
 				return nil, err
@@ -204,7 +225,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				wait = d
 			}
 		}
-		if dl, ok := req.Context().Deadline(); ok && time.Now().Add(wait).After(dl) {
+		if time.Now().Add(wait).After(deadline) {
 			// The retry could not happen before the client gives up: a client
 			// honouring Retry-After returns this answer instead.
 			if err != nil {
@@ -241,13 +262,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // wants reports whether the outcome of an attempt calls for a retry:
 // a status in the policy's list, or a transport error while the request
-// still has time.
-func (p retryPolicy) wants(resp *http.Response, err error, ctx context.Context) bool {
+// still has time (before deadline).
+func (p retryPolicy) wants(resp *http.Response, err error, deadline time.Time) bool {
 	if p.maxAttempts <= 1 {
 		return false
 	}
 	if err != nil {
-		return ctx.Err() == nil
+		return time.Now().Before(deadline)
 	}
 	return p.on[resp.StatusCode]
 }
@@ -273,10 +294,13 @@ func isTimeout(err error) bool {
 type dialStateKey struct{}
 
 // dialState counts the connection attempts made for one request: begun
-// (including those waiting for a dial slot), ended, and failed. Safe for
-// concurrent use (the transport dials in its own goroutine).
+// (including those waiting for a dial slot), ended, and failed; and holds
+// the request's deadline, which the dial honours (see requestDeadline).
+// Safe for concurrent use (net/http's Transport dials in its own
+// goroutine).
 type dialState struct {
 	begun, ended, failed atomic.Int32
+	deadline             time.Time // set before the request is sent, then only read
 }
 
 // pending reports whether a connection attempt for the request has begun
@@ -303,6 +327,36 @@ func markDial(ctx context.Context) func(err error) {
 		d.ended.Add(1)
 	}
 }
+
+// acquire takes a slot of sem (the stream's dial slots) for a dial,
+// waiting until ctx ends or deadline (zero: none) passes. Errors: ctx's,
+// or a dial timeout (a *net.OpError with os.ErrDeadlineExceeded, text
+// "dial tcp: i/o timeout").
+func acquire(ctx context.Context, sem chan struct{}, network string, deadline time.Time) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		// A channel timer: unlike a context's, it starts no goroutine.
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return &net.OpError{Op: "dial", Net: network, Err: os.ErrDeadlineExceeded}
+	}
+}
+
+// noCancel is the cancel of a request without a context of its own.
+func noCancel() {}
 
 // reqState follows one request through the transport: it is the
 // response body handed to vegeta (counting the bytes read) and reports

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,8 +164,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // 502, with the same headers and bodies as [Proxy.ServeHTTP]; only the
 // loopback hop to the listener (which kube-proxy does in the kernel) is
 // left out. req.Host, when empty, becomes the Service address, as a client
-// of the listener would send. It returns base's error only when req's
-// context ended (the caller gave up). Safe for concurrent use.
+// of the listener would send. It returns base's error only when the
+// caller gave up: req's context ended, or the error is
+// os.ErrDeadlineExceeded (a deadline the caller's transport set on its
+// connection). Safe for concurrent use.
 func (p *Proxy) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.Response, error) {
 	e, ok := p.pick()
 	if !ok {
@@ -180,7 +183,9 @@ func (p *Proxy) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.R
 	}
 	res, err := base.RoundTrip(&out)
 	if err != nil {
-		if req.Context().Err() != nil {
+		// The caller gave up: its context ended, or the deadline it set on
+		// the connection passed (a client that times out its own sockets).
+		if req.Context().Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, err
 		}
 		return p.answer(req, http.StatusBadGateway, "backend-error",

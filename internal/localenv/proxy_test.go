@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -346,4 +348,32 @@ func TestProxyRoundTripVia(t *testing.T) {
 			t.Fatalf("answer %d for a cancelled request, want an error", res.StatusCode)
 		}
 	})
+
+	// A transport that times out its own connections (drill's lean
+	// generator transport) gave up: its error is the caller's, not a 502.
+	t.Run("connection deadline passed", func(t *testing.T) {
+		p, err := NewProxy("svc", "", PerRequest, event.NewClock(), nil, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close(context.Background())
+		p.SetEndpoint("svc-0", backend("a"), 0, true)
+		req, _ := http.NewRequest("GET", p.URL()+"/x", nil)
+		timedOut := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+		})
+		res, err := p.RoundTripVia(timedOut, req)
+		if err == nil {
+			res.Body.Close()
+			t.Fatalf("answer %d for a request whose deadline passed, want its error", res.StatusCode)
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("error %v, want the transport's deadline error", err)
+		}
+	})
 }
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
