@@ -42,7 +42,7 @@ import (
 // bytes, is dropped, as net/http's read loop would have dropped it.
 //
 // It is used for http:// URLs of streams without maxConnections (see
-// newStream); https and the per-host connection cap stay with net/http.
+// Engine.prepare); https and the per-host connection cap stay with net/http.
 // Safe for concurrent use.
 type h1Transport struct {
 	// dial opens a connection to addr (host:port); it honours ctx and the

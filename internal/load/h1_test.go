@@ -19,7 +19,7 @@ import (
 	"github.com/drillhq/drill/internal/measure"
 )
 
-// newTestH1 is an h1Transport as newStream builds one, dialling directly.
+// newTestH1 is an h1Transport as Engine.prepare builds one, dialling directly.
 func newTestH1(keepAlive bool) *h1Transport {
 	return &h1Transport{
 		dial:        (&net.Dialer{}).DialContext,
