@@ -156,9 +156,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// for a RoundTripper that is not an *http.Transport the client enforces
 	// that with a goroutine, a timer and a cancel channel per request. The
 	// lean transport sets it on the request's connection (and the dial),
-	// reading it from the dialState, so its requests need no timer at all
+	// reading it from the dialState, so its requests carry no context timer
 	// (a context's timer starts a goroutine when it fires, which a fault
-	// that holds every request makes thousands of times a second); for
+	// that holds every request makes thousands of times a second; a new
+	// connection's dial still arms net.Dialer's own, which fires only on a
+	// dial timeout); for
 	// net/http's Transport it is the context's deadline.
 	deadline := time.Now().Add(s.timeout)
 	ctx, cancel := req.Context(), context.CancelFunc(noCancel)
