@@ -160,8 +160,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// (a context's timer starts a goroutine when it fires, which a fault
 	// that holds every request makes thousands of times a second; a new
 	// connection's dial still arms net.Dialer's own, which fires only on a
-	// dial timeout); for
-	// net/http's Transport it is the context's deadline.
+	// dial timeout); for net/http's Transport it is the context's deadline.
 	deadline := time.Now().Add(s.timeout)
 	ctx, cancel := req.Context(), context.CancelFunc(noCancel)
 	if !t.leanFor(req) {
