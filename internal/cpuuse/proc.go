@@ -7,9 +7,11 @@
 //
 // CPU times are in seconds. Shares are fractions (0..1) of the machine's
 // CPU capacity over the sampled span: its number of cores times the span's
-// length, as /proc/stat counts it. /proc counts CPU in clock ticks of
-// 1/100 s (USER_HZ, fixed at 100 on every Linux architecture Go supports),
-// so a part's figure is exact to 0.01 s per sample.
+// length on the run's clock. The machine's busy time is that capacity less
+// the idle time /proc/stat counts (its busy fields lose ticks in VMs).
+// /proc counts CPU in clock ticks of 1/100 s (USER_HZ, fixed at 100 on
+// every Linux architecture Go supports), so a part's figure is exact to
+// 0.01 s per sample.
 package cpuuse
 
 import (

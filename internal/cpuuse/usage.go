@@ -22,11 +22,12 @@ type Usage struct {
 	From time.Duration `json:"from"`
 	To   time.Duration `json:"to"`
 	// CapacitySeconds is the CPU time all cores had between the samples
-	// (about Cores x (To-From)), in CPU seconds.
+	// (Cores x (To-From)), in CPU seconds.
 	CapacitySeconds float64 `json:"capacitySeconds"`
 	// BusySeconds is the machine-wide busy time in it (every process,
-	// drill's run or not, and the kernel), in CPU seconds; Busy is
-	// BusySeconds/CapacitySeconds (0..1).
+	// drill's run or not, and the kernel), in CPU seconds: the capacity
+	// less the idle and iowait time /proc/stat counted, and at least the
+	// parts' sum; Busy is BusySeconds/CapacitySeconds (0..1).
 	BusySeconds float64 `json:"busySeconds"`
 	Busy        float64 `json:"busy"`
 	// StealSeconds is the part of BusySeconds a hypervisor gave to other

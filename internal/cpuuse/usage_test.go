@@ -113,3 +113,40 @@ func TestExplain(t *testing.T) {
 		})
 	}
 }
+
+// TestMachineSpan covers the capacity and busy time between two samples:
+// the capacity is cores x the wall span, busy its complement of idle,
+// bounded below by the parts' own CPU and above by the capacity.
+func TestMachineSpan(t *testing.T) {
+	at := func(d time.Duration, busy, idle uint64) sample {
+		return sample{at: d, machine: machineStat{cores: 2, busy: busy, idle: idle}}
+	}
+	tests := []struct {
+		name              string
+		a, b              sample
+		parts             uint64
+		wantTotal, wantBz uint64
+	}{
+		// 10 s on 2 cores is 2,000 ticks; /proc/stat counted 1,840 of
+		// them (160 busy ticks lost) and 1,200 idle: busy is 800, not 640.
+		{"busy ticks lost", at(0, 1000, 5000), at(10*time.Second, 1640, 6200), 700, 2000, 800},
+		{"exact ticks", at(0, 0, 0), at(10*time.Second, 800, 1200), 700, 2000, 800},
+		// The parts' exact CPU is a floor for the machine's busy time.
+		{"parts above the complement", at(0, 0, 0), at(10*time.Second, 500, 1600), 450, 2000, 450},
+		// Idle counted past the span (reads a little apart): busy is the
+		// parts' CPU, the capacity stays the wall's.
+		{"idle past the span", at(0, 0, 0), at(time.Second, 0, 210), 20, 200, 20},
+		// Parts above the capacity (a sample's jitter): busy is the capacity.
+		{"parts above the capacity", at(0, 0, 0), at(time.Second, 150, 50), 230, 200, 200},
+		// No wall span: /proc/stat's own counts.
+		{"no span", at(time.Second, 0, 0), at(time.Second, 300, 700), 100, 1000, 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			total, busy := machineSpan(tt.a, tt.b, tt.parts)
+			if total != tt.wantTotal || busy != tt.wantBz {
+				t.Errorf("machineSpan = total %d, busy %d; want %d, %d", total, busy, tt.wantTotal, tt.wantBz)
+			}
+		})
+	}
+}
