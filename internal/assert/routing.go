@@ -26,6 +26,10 @@ func judgeUnroutable(in *input, a scenario.Assertion, r *Result) {
 	}
 	from, to := in.win.Start, in.win.End
 	scope := "in " + r.Window
+	// The bound says what is measured: with afterFaultEnd only the span
+	// after the fault ended, so a longer interval in the findings beside
+	// it does not read as a contradiction.
+	measured := "longest"
 	if a.AfterFaultEnd != nil && *a.AfterFaultEnd {
 		f := faultOf(in, a)
 		if f == "" {
@@ -41,9 +45,10 @@ func judgeUnroutable(in *input, a scenario.Assertion, r *Result) {
 			from = off
 		}
 		scope = fmt.Sprintf("after %s ended (%s) in %s", f, FormatOffset(off), r.Window)
+		measured = fmt.Sprintf("longest after %s ended", f)
 	}
 	bound := a.MaxDuration.D()
-	r.Bound = fmt.Sprintf("longest <= %s", FormatDuration(bound))
+	r.Bound = fmt.Sprintf("%s <= %s", measured, FormatDuration(bound))
 	ivs := tl.Unroutable(from, to)
 	var longest, total time.Duration
 	for _, iv := range ivs {

@@ -309,3 +309,24 @@ func TestHTMLLoadWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryUnroutableAfterFault: an unroutable assertion that counts only
+// the time after its fault ended says so in its bound, so the 1.95 s it
+// judged does not read as the same figure as the longer interval the
+// findings report for the whole outage.
+func TestSummaryUnroutableAfterFault(t *testing.T) {
+	run, err := record.Load("../../testdata/runs/orders-db-brownout-short/night-1/run.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Rejudge()
+	var buf bytes.Buffer
+	if err := report.Summary(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	want := "longest after pg-pause ended <= 5.00s"
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("summary lacks the bound %q", want)
+	}
+	checkGolden(t, "summary-unroutable-after-fault.golden.txt", buf.Bytes())
+}
