@@ -312,3 +312,31 @@ func TestNightTicks(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadNamesUnfinishedNight: a report directory a killed run left (its
+// per-second journal, no run.json) is handed to Options.Unfinished, once,
+// by its path, and the readable nights are still loaded; a finished night
+// is never reported.
+func TestLoadNamesUnfinishedNight(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	nightly(t, dir, 2, nil)
+	killed := filepath.Join(dir, "payment-tax-brownout-20260103T020000Z")
+	if err := os.MkdirAll(killed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(killed, record.JournalFile), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var named []string
+	ns, err := Load([]string{dir}, Options{Unfinished: func(d string) { named = append(named, d) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) != 2 {
+		t.Errorf("%d nights loaded, want the 2 finished ones", len(ns))
+	}
+	if len(named) != 1 || named[0] != killed {
+		t.Errorf("Unfinished called with %q, want once with %s", named, killed)
+	}
+}
