@@ -253,30 +253,43 @@ func span(at time.Duration) string {
 	return fmt.Sprintf("t=%.1f-%.1f s", at.Seconds(), (at + time.Second).Seconds())
 }
 
-// advice names what to try, from the largest consumers down.
+// advice names what to try, the busiest consumer first: other work on
+// the machine, each service's replicas and each dependency that used at
+// least a tenth of the machine over the run, ordered by that share, each
+// with its share and its busiest second. drill's own share is not among
+// them: it is the load being generated (Explain says when drill fell
+// behind on its own work).
 func (u *Usage) advice() string {
-	var tips []string
+	type consumer struct {
+		share float64
+		tip   string
+	}
+	var cs []consumer
 	saturated := u.Busy >= Saturated
 	if other := u.Other(); other >= 0.1 {
-		tips = append(tips, fmt.Sprintf("other work used %s of the machine: run on a quiet machine", pct(other)))
+		cs = append(cs, consumer{other, fmt.Sprintf("other work used %s of the machine: run on a quiet machine", pct(other))})
 	}
-	var svcs []PartUsage
-	for _, p := range u.Parts {
-		if p.Kind == KindService {
-			svcs = append(svcs, p)
-		}
-	}
-	sort.SliceStable(svcs, func(i, j int) bool { return svcs[i].Share > svcs[j].Share })
-	for _, p := range svcs {
-		if p.Share < 0.1 {
+	for i, p := range u.Parts {
+		if p.Share < 0.1 || (p.Kind != KindService && p.Kind != KindDependency) {
 			continue
 		}
-		name := strings.TrimSuffix(p.Name, " replicas")
-		tip := "fewer replicas of " + name
-		if p.Processes > 0 {
-			tip = fmt.Sprintf("fewer replicas of %s (%d now)", name, p.Processes)
+		used := pct(p.Share) + u.peakWords(i)
+		switch p.Kind {
+		case KindService:
+			name := strings.TrimSuffix(p.Name, " replicas")
+			tip := "fewer replicas of " + name
+			if p.Processes > 0 {
+				tip = fmt.Sprintf("fewer replicas of %s (%d now)", name, p.Processes)
+			}
+			cs = append(cs, consumer{p.Share, tip + " or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used " + used})
+		case KindDependency:
+			cs = append(cs, consumer{p.Share, fmt.Sprintf("less work for %s (a lower rate on the streams whose requests reach it, or fewer replicas querying it): it used %s", p.Name, used)})
 		}
-		tips = append(tips, tip+fmt.Sprintf(" or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used %s", pct(p.Share)))
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].share > cs[j].share })
+	tips := make([]string, 0, len(cs)+2)
+	for _, c := range cs {
+		tips = append(tips, c.tip)
 	}
 	if !saturated {
 		tips = append(tips, fmt.Sprintf("the machine was not saturated (%s busy), so look at the busiest seconds and at the stream's worker cap", pct(u.Busy)))
@@ -287,3 +300,24 @@ func (u *Usage) advice() string {
 	tips = append(tips, "a longer lagBudget only if the machine is known to be slow")
 	return strings.Join(tips, ", ")
 }
+
+// peakWords says part i's largest share in any sampled second, e.g.
+// " (78% in t=25.0-26.0 s)"; "" when no sampled second had it at least
+// [peakAbove] above its share over the run (a steady part's peak says
+// nothing more).
+func (u *Usage) peakWords(i int) string {
+	best, at, found := 0.0, time.Duration(0), false
+	for _, s := range u.Seconds {
+		if i < len(s.Parts) && s.Parts[i] > best {
+			best, at, found = s.Parts[i], s.At, true
+		}
+	}
+	if !found || best < u.Parts[i].Share+peakAbove {
+		return ""
+	}
+	return fmt.Sprintf(" (%s in %s)", pct(best), span(at))
+}
+
+// peakAbove is how far above a part's share over the run (0..1 of the
+// machine) its busiest second must be for the advice to name it.
+const peakAbove = 0.1

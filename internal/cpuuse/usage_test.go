@@ -64,6 +64,14 @@ func TestExplain(t *testing.T) {
 		waited.Seconds[i].DrillWait = 0.005
 	}
 	waited.Seconds[35].DrillWait = 0.38
+	// PostgreSQL used 40% of the machine (78% in its busiest second), the
+	// service's replicas 12%: the advice names postgres first.
+	busyPG := sampleUsage()
+	busyPG.Parts[0].Share, busyPG.Parts[1].Share, busyPG.Parts[2].Share = 0.46, 0.12, 0.40
+	for i := range busyPG.Seconds {
+		busyPG.Seconds[i].Parts = []float64{0.46, 0.12, 0.40}
+	}
+	busyPG.Seconds[25].Parts = []float64{0.16, 0.06, 0.78}
 	busyOther := sampleUsage()
 	busyOther.Parts[0].Share, busyOther.Parts[1].Share = 0.40, 0.30 // other 23%
 	tests := []struct {
@@ -86,7 +94,13 @@ func TestExplain(t *testing.T) {
 		{"other work on the machine", busyOther, -1,
 			"the machine over the run: 2 cores saturated (99% busy) over 60.0 s: drill 40%, order-gateway replicas 30%, postgres 6%, other 23%; " +
 				"busiest second t=35.0-36.0 s: 2 cores saturated (100% busy): drill 61%, order-gateway replicas 38%, postgres 1%, other 0%; " +
-				"to try: other work used 23% of the machine: run on a quiet machine, fewer replicas of order-gateway (3 now) or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used 30%, " +
+				"to try: fewer replicas of order-gateway (3 now) or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used 30% (42% in t=0.0-1.0 s), " +
+				"other work used 23% of the machine: run on a quiet machine, a machine with more cores, a longer lagBudget only if the machine is known to be slow"},
+		{"a dependency was the busiest part", busyPG, -1,
+			"the machine over the run: 2 cores saturated (99% busy) over 60.0 s: drill 46%, order-gateway replicas 12%, postgres 40%, other 1%; " +
+				"busiest second t=35.0-36.0 s: 2 cores saturated (100% busy): drill 46%, order-gateway replicas 12%, postgres 40%, other 2%; " +
+				"to try: less work for postgres (a lower rate on the streams whose requests reach it, or fewer replicas querying it): it used 40% (78% in t=25.0-26.0 s), " +
+				"fewer replicas of order-gateway (3 now) or fewer Go threads for it (args [--gomaxprocs, \"1\"] for a reference service, env GOMAXPROCS=1 for another Go service): its replicas used 12%, " +
 				"a machine with more cores, a longer lagBudget only if the machine is known to be slow"},
 		{"not saturated", quiet, -1,
 			"the machine over the run: 2 cores 55% busy over 60.0 s: drill 52%, order-gateway replicas 5%, postgres 6%, other 0%; " +
