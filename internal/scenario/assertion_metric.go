@@ -11,6 +11,7 @@ const (
 
 var metricSpec = AssertionSpec{
 	Type:   AssertMetric,
+	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "metric", Required: true}, {Key: "op", Required: true}, {Key: "value", Required: true}, {Key: "labels"}},
 	Doc: "Passes when every sample of metric (the series labels selects) in the window " +
 		"satisfies op value. The metric comes from observers.metrics (a /metrics scrape) " +
@@ -26,6 +27,7 @@ var metricSpec = AssertionSpec{
 
 var recoverySpec = AssertionSpec{
 	Type: AssertRecovery,
+	Live: LiveAtEnd,
 	Fields: []AssertionField{{Key: "within", Required: true}, {Key: "hold"}, {Key: "fault"}, {Key: "metric"}, {Key: "labels"},
 		{Key: "op"}, {Key: "value"}, {Key: "stream"}, {Key: "maxLatency"}, {Key: "maxRate"}},
 	Doc: "Measures the time from the fault's end to the first moment a condition holds and " +

@@ -14,6 +14,7 @@ const (
 
 var restartsSpec = AssertionSpec{
 	Type:   AssertRestarts,
+	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "max", Required: true}, {Key: "includeStartup"}},
 	Doc: "Counts the service's restarts in the window (container restarts plus pods " +
 		"replaced) and passes when they are at most max. Over the run window the " +
@@ -28,6 +29,7 @@ var restartsSpec = AssertionSpec{
 
 var flapsSpec = AssertionSpec{
 	Type:   AssertFlaps,
+	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "max", Required: true}},
 	Doc: "Counts each replica's ready/unready transitions in the window and passes when " +
 		"the replica with the most has at most max (readiness hysteresis).",
@@ -39,6 +41,7 @@ var flapsSpec = AssertionSpec{
 
 var readySpec = AssertionSpec{
 	Type:   AssertReady,
+	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "minReady", Required: true}},
 	Doc: "Counts the service's replicas ready at the end of the window and passes when " +
 		"there are at least minReady (at most the service's replicas in a local " +
@@ -51,6 +54,7 @@ var readySpec = AssertionSpec{
 
 var endpointRemovalSpec = AssertionSpec{
 	Type:   AssertEndpointRemoval,
+	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "maxLatency", Required: true}, {Key: "percentile"}},
 	Doc: "For each replica that turns unready in the window, measures the time from its " +
 		"Ready condition turning False to its endpoint leaving routing, and passes when " +
@@ -65,6 +69,7 @@ var endpointRemovalSpec = AssertionSpec{
 
 var unroutableSpec = AssertionSpec{
 	Type:   AssertUnroutable,
+	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "maxDuration", Required: true}, {Key: "afterFaultEnd"}, {Key: "fault"}},
 	Doc: "Measures the longest interval in the window with no replica of the service in " +
 		"routing and passes when it is at most maxDuration. With afterFaultEnd only the " +
@@ -86,6 +91,7 @@ var unroutableSpec = AssertionSpec{
 
 var detectionSpec = AssertionSpec{
 	Type:   AssertDetection,
+	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "maxDuration", Required: true}, {Key: "fault"}, {Key: "percentile"}},
 	Doc: "Measures, for each replica, the time from the fault's start to the replica going " +
 		"unready within the window, and passes when the percentile over the replicas " +
@@ -107,6 +113,7 @@ var detectionSpec = AssertionSpec{
 
 var startupGateSpec = AssertionSpec{
 	Type:   AssertStartupGate,
+	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "proxy"}},
 	Doc: "Checks the service's startup gate (ADR 0077 /startupz: failing until every " +
 		"readiness check passed once, then passing for the life of the process) from " +

@@ -12,6 +12,7 @@ const (
 
 var latencyAssertionSpec = AssertionSpec{
 	Type:   AssertLatency,
+	Live:   LiveOnSeconds,
 	Fields: []AssertionField{{Key: "stream", Required: true}, {Key: "maxLatency", Required: true}, {Key: "percentile"}},
 	Doc: "Passes when the stream's latency percentile (default p99) over the window is at " +
 		"most maxLatency. Latency counts from the intended send time and includes failed " +
@@ -26,6 +27,7 @@ var latencyAssertionSpec = AssertionSpec{
 
 var errorRateSpec = AssertionSpec{
 	Type:   AssertErrorRate,
+	Live:   LiveOnSeconds,
 	Fields: []AssertionField{{Key: "stream", Required: true}, {Key: "maxRate", Required: true}, {Key: "statusClass"}},
 	Doc: "Passes when the share of the window's completed requests in statusClass (default " +
 		"any: transport errors and statuses from 400) is at most maxRate (0..1).",
@@ -39,6 +41,7 @@ var errorRateSpec = AssertionSpec{
 
 var throughputSpec = AssertionSpec{
 	Type:   AssertThroughput,
+	Live:   LiveOnSeconds,
 	Fields: []AssertionField{{Key: "stream", Required: true}, {Key: "minRatio"}},
 	Doc: "Passes when the stream completed at least minRatio (default 0.995) of the " +
 		"requests its schedule intended in the window: an open-model schedule that could " +
@@ -57,6 +60,7 @@ var throughputSpec = AssertionSpec{
 
 var shedSpec = AssertionSpec{
 	Type:   AssertShed,
+	Live:   LiveOnSeconds,
 	Fields: []AssertionField{{Key: "stream", Required: true}, {Key: "maxLatency", Required: true}, {Key: "percentile"}, {Key: "status"}, {Key: "retryAfter"}},
 	Doc: "Passes when the latency percentile (default p99) of the stream's shed responses " +
 		"(status 503 and 429 unless status narrows it) in the window is at most " +
@@ -77,6 +81,7 @@ var shedSpec = AssertionSpec{
 
 var isolationSpec = AssertionSpec{
 	Type:   AssertIsolation,
+	Live:   LiveOnSeconds,
 	Fields: []AssertionField{{Key: "stream", Required: true}, {Key: "maxP99Ratio"}, {Key: "maxErrorRateDelta"}},
 	Doc: "Compares the stream in the window with its own baseline window (which needs a " +
 		"fault starting after the warmup): passes when p99(window) / p99(baseline) is at " +

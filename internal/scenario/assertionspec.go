@@ -33,12 +33,43 @@ type AssertionSpec struct {
 	// Example is one complete assertions[] entry of the kind, in YAML, as
 	// the reference shows it (a test validates it).
 	Example string
+	// Live is how the game-day console judges the kind while the run
+	// lives (provisional verdicts); every kind declares it.
+	Live LiveJudging
 	// Defaults fills the kind's unset keys; nil when it has none. The
 	// window and the name are filled for every kind.
 	Defaults func(s *Scenario, a *Assertion)
 	// check reports the kind's own rules, after the keys and their values
 	// were checked; nil when it has none.
 	check func(c *assertionCheck)
+}
+
+// LiveJudging is how the game-day console judges an assertion kind while
+// the run lives; the run's end judges every kind on everything.
+type LiveJudging string
+
+// The ways a kind is judged while the run lives.
+const (
+	// LiveOnEvents: on the event log so far, the window clipped to now.
+	LiveOnEvents LiveJudging = "events"
+	// LiveOnSeconds: on its stream's seconds closed so far, merged over
+	// its window (and baseline) as the seconds close.
+	LiveOnSeconds LiveJudging = "seconds"
+	// LiveAtEnd: not while the run lives; pending until the run ends.
+	LiveAtEnd LiveJudging = "end"
+)
+
+// liveText says in the reference when the console judges a kind.
+func (l LiveJudging) liveText() string {
+	switch l {
+	case LiveOnEvents:
+		return "on the events so far"
+	case LiveOnSeconds:
+		return "on the stream's closed seconds so far"
+	case LiveAtEnd:
+		return "when the run ends"
+	}
+	return "undeclared"
 }
 
 // field returns the kind's entry for key.

@@ -125,6 +125,52 @@ func TestAssertionKindsDocumented(t *testing.T) {
 	}
 }
 
+// TestAssertionKindsDeclareLiveJudging: every assertion kind says in its
+// spec how the console judges it while the run lives (the runner reads
+// nothing else), a kind judged on closed seconds needs a stream, and the
+// reference's summary row says it.
+func TestAssertionKindsDeclareLiveJudging(t *testing.T) {
+	want := map[AssertionType]LiveJudging{
+		AssertRestarts: LiveOnEvents, AssertFlaps: LiveOnEvents, AssertReady: LiveOnEvents,
+		AssertEndpointRemoval: LiveOnEvents, AssertUnroutable: LiveOnEvents, AssertDetection: LiveOnEvents,
+		AssertStartupGate: LiveOnEvents,
+		AssertLatency:     LiveOnSeconds, AssertErrorRate: LiveOnSeconds, AssertThroughput: LiveOnSeconds,
+		AssertShed: LiveOnSeconds, AssertIsolation: LiveOnSeconds,
+		AssertMetric:   LiveOnEvents,
+		AssertRecovery: LiveAtEnd,
+	}
+	var ref bytes.Buffer
+	if err := WriteReference(&ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range AssertionSpecs() {
+		t.Run(string(sp.Type), func(t *testing.T) {
+			switch sp.Live {
+			case LiveOnEvents, LiveOnSeconds, LiveAtEnd:
+			default:
+				t.Fatalf("assertion kind %s declares no live judging (Live %q): set Live in its AssertionSpec to LiveOnEvents, LiveOnSeconds or LiveAtEnd", sp.Type, sp.Live)
+			}
+			if w, ok := want[sp.Type]; ok && sp.Live != w {
+				t.Errorf("assertion kind %s: Live %q, want %q", sp.Type, sp.Live, w)
+			}
+			if f, ok := sp.field("stream"); sp.Live == LiveOnSeconds && (!ok || !f.Required) {
+				t.Errorf("assertion kind %s is judged live on a stream's closed seconds but does not require stream", sp.Type)
+			}
+			row := fmt.Sprintf("| [`%s`](#assertion-%s) |", sp.Type, anchor(string(sp.Type)))
+			found := false
+			for _, line := range strings.Split(ref.String(), "\n") {
+				if strings.HasPrefix(line, row) {
+					found = strings.HasSuffix(line, " | "+sp.Live.liveText()+" |")
+					break
+				}
+			}
+			if !found {
+				t.Errorf("the reference's summary row of %s does not say it is judged live %s", sp.Type, sp.Live.liveText())
+			}
+		})
+	}
+}
+
 // TestRegistriesSortedAndUnique: the enumerations hints and the schema
 // use come from the registries, sorted, each kind once.
 func TestRegistriesSortedAndUnique(t *testing.T) {

@@ -268,14 +268,15 @@ func writeFaultKinds(b *strings.Builder) {
 func writeAssertionKinds(b *strings.Builder) {
 	b.WriteString("#### Assertion kinds\n\n")
 	b.WriteString("An assertion's `type` is one of these kinds; each also takes `name`, `window` (default run) " +
-		"and `source`.\n\n")
-	b.WriteString("| type | keys |\n|---|---|\n")
+		"and `source`. The game-day console (`drill run --ui`) judges each kind while the run lives as the " +
+		"last column says, a provisional verdict on the data so far; the run's end judges every kind.\n\n")
+	b.WriteString("| type | keys | judged live |\n|---|---|---|\n")
 	for _, sp := range assertionSpecs {
 		var keys []string
 		for _, f := range sp.Fields {
 			keys = append(keys, keyCell(f.Key, f.Required))
 		}
-		fmt.Fprintf(b, "| [`%s`](#assertion-%s) | %s |\n", sp.Type, anchor(string(sp.Type)), orNone(keys))
+		fmt.Fprintf(b, "| [`%s`](#assertion-%s) | %s | %s |\n", sp.Type, anchor(string(sp.Type)), orNone(keys), sp.Live.liveText())
 	}
 	b.WriteString("\n")
 	for _, sp := range assertionSpecs {
