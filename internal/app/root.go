@@ -169,6 +169,7 @@ touched), 3 could not run, 4 invalid measurement, 5 cleanup unverified.`,
 				return &usageError{command: cmd.CommandPath(), err: err}
 			}
 			g.Logger = logger
+			routeLibraryLogs(logger)
 			*started = true
 			return nil
 		},
