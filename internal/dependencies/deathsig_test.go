@@ -13,6 +13,7 @@ import (
 
 	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/needs"
 	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
@@ -46,9 +47,8 @@ func postgresChild() int {
 // its children, which are not stopped, see it gone and exit: nothing of the
 // cluster outlives a killed drill.
 func TestPostgresDiesWithItsParent(t *testing.T) {
-	if _, err := findPostgresBinaries(); err != nil {
-		t.Skipf("no PostgreSQL binaries: %v", err)
-	}
+	_, err := findPostgresBinaries()
+	needs.Part(t, "PostgreSQL server binaries", err)
 	privateTempDir(t)
 	cmd := testproc.Command(t, childEnv)
 	cmd.Stderr = os.Stderr

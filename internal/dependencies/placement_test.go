@@ -15,6 +15,7 @@ import (
 	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
 // TestPostgresIsPlaced: the postmaster and every process of its tree
@@ -47,7 +48,7 @@ func TestPostgresIsPlaced(t *testing.T) {
 			defer cancel()
 			pg, err := StartPostgres(ctx, scenario.PostgresDep{Mode: scenario.PostgresBinaries}, nil, InGroup(g))
 			if errors.Is(err, ErrNoPostgres) {
-				t.Skipf("no PostgreSQL binaries: %v", err)
+				needs.Part(t, "PostgreSQL server binaries", err)
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -251,6 +251,18 @@ func findPostgresBinaries() (postgresBinaries, error) {
 		"install the server binaries (Debian: apt-get install postgresql)", ErrNoPostgres)
 }
 
+// LookPostgres returns the directory of the PostgreSQL server binaries
+// (initdb and postgres) that drill would start: on PATH, then in Debian's
+// /usr/lib/postgresql/<version>/bin, highest version first. The error wraps
+// [ErrNoPostgres] and says what to install.
+func LookPostgres() (string, error) {
+	b, err := findPostgresBinaries()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(b.initdb), nil
+}
+
 func versionOf(binDir string) float64 {
 	v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(binDir)), 64)
 	return v

@@ -16,6 +16,7 @@ import (
 	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
 // privateTempDir points TMPDIR at a fresh dir the unprivileged server user can
@@ -39,7 +40,7 @@ func startBinaries(t *testing.T, spec scenario.PostgresDep) *Postgres {
 	defer cancel()
 	pg, err := StartPostgres(ctx, spec, nil)
 	if errors.Is(err, ErrNoPostgres) {
-		t.Skipf("no PostgreSQL binaries: %v", err)
+		needs.Part(t, "PostgreSQL server binaries", err)
 	}
 	if err != nil {
 		t.Fatalf("StartPostgres: %v", err)
@@ -123,7 +124,7 @@ func TestPostgresBadInitSQLLeavesNothing(t *testing.T) {
 	defer cancel()
 	pg, err := StartPostgres(ctx, scenario.PostgresDep{Mode: scenario.PostgresBinaries, InitSQL: "CREATE TABLEX oops"}, nil)
 	if errors.Is(err, ErrNoPostgres) {
-		t.Skipf("no PostgreSQL binaries: %v", err)
+		needs.Part(t, "PostgreSQL server binaries", err)
 	}
 	if err == nil {
 		_ = pg.Close(ctx)
@@ -184,7 +185,7 @@ func TestPostgresContainer(t *testing.T) {
 	defer cancel()
 	present, err := docker.ImagePresent(ctx, DefaultPostgresImage)
 	if errors.Is(err, docker.ErrNoDocker) {
-		t.Skipf("no Docker engine here, container mode untested: %v", err)
+		needs.Part(t, "Docker engine (PostgreSQL in a container)", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
 // echoMain is a static TCP echo server for a FROM scratch image (the engine
@@ -100,7 +101,7 @@ func TestContainerPause(t *testing.T) {
 	defer cancel()
 	cli, err := docker.Client(ctx)
 	if errors.Is(err, docker.ErrNoDocker) {
-		t.Skipf("no Docker engine on this machine; container-pause untested: %v", err)
+		needs.Part(t, "Docker engine (container-pause)", err)
 	}
 	if err != nil {
 		t.Fatal(err)

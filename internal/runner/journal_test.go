@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
 // neverReady is a run that fails after bring-up: a throwaway PostgreSQL, a
@@ -55,11 +56,8 @@ func TestRunErrorExitRemovesSettledJournal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL")
 	}
-	if _, err := exec.LookPath("initdb"); err != nil {
-		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) == 0 {
-			t.Skip("no PostgreSQL binaries")
-		}
-	}
+	_, err := dependencies.LookPostgres()
+	needs.Part(t, "PostgreSQL server binaries", err)
 	dir, err := os.MkdirTemp("", "drill-runner-")
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,8 +30,7 @@ func TestRunPlacesTheSystemUnderTest(t *testing.T) {
 		{name: "same", local: "environment:\n  local: {sutPriority: same}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			sc := writeScenarioIn(t, dir, `apiVersion: drill.dev/v1alpha1
+			src := `apiVersion: drill.dev/v1alpha1
 kind: Scenario
 metadata:
   name: placed
@@ -49,14 +47,14 @@ services:
     targets:
       - url: ${dependencies.stub.url}/
     rate: 5/s
-`)
-			var out bytes.Buffer
-			opts := runOptions(t, sc, &out)
-			opts.RunID = inject.NewRunID(time.Now())
-			res, err := Run(context.Background(), opts)
-			if res.Code == exitcode.InvalidMeasurement {
-				t.Skipf("generator behind schedule on this machine, no verdict: %v", err)
-			}
+`
+			a := runValid(t, func() (Options, *bytes.Buffer) {
+				var out bytes.Buffer
+				opts := runOptions(t, writeScenarioIn(t, t.TempDir(), src), &out)
+				opts.RunID = inject.NewRunID(time.Now())
+				return opts, &out
+			})
+			res, err, opts, out := a.res, a.err, a.opts, a.out
 			if res.Code != exitcode.OK || res.Record == nil {
 				t.Fatalf("code %d, err %v\n%s", res.Code, err, out.String())
 			}

@@ -268,10 +268,11 @@ type PostgresMode string
 
 // PostgreSQL start modes.
 const (
-	// PostgresAuto uses the machine's binaries (initdb, pg_ctl) if found,
+	// PostgresAuto uses the machine's binaries (initdb, postgres) if found,
 	// else testcontainers-go if a Docker engine answers.
 	PostgresAuto PostgresMode = "auto"
-	// PostgresBinaries requires initdb and pg_ctl.
+	// PostgresBinaries requires initdb and postgres (on PATH or in
+	// /usr/lib/postgresql/<version>/bin).
 	PostgresBinaries PostgresMode = "binaries"
 	// PostgresContainer requires a Docker engine.
 	PostgresContainer PostgresMode = "container"

@@ -10,12 +10,13 @@ import (
 
 	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
 // Postgres starts a throwaway PostgreSQL from the machine's binaries (user and
 // database "drill", DSN in the result) and closes it in t.Cleanup. It skips
-// the test, saying why, only when the binaries are missing; any other failure
-// fails the test.
+// the test, saying why, only when the binaries are missing (under CI=true it
+// fails it: see package needs); any other failure fails the test.
 func Postgres(tb testing.TB) *dependencies.Postgres {
 	tb.Helper()
 	return PostgresWith(tb, scenario.PostgresDep{Mode: scenario.PostgresBinaries})
@@ -32,7 +33,7 @@ func PostgresWith(tb testing.TB, spec scenario.PostgresDep) *dependencies.Postgr
 	defer cancel()
 	pg, err := dependencies.StartPostgres(ctx, spec, nil)
 	if errors.Is(err, dependencies.ErrNoPostgres) {
-		tb.Skipf("no PostgreSQL binaries: %v", err)
+		needs.Part(tb, "PostgreSQL server binaries", err)
 	}
 	if err != nil {
 		tb.Fatalf("start postgres: %v", err)

@@ -17,8 +17,10 @@
 // as a pass or as the naive build's failure.
 //
 // The six runs go one after another (about 5 minutes on a 2-core machine)
-// and need PostgreSQL's binaries (initdb, pg_ctl, postgres) on PATH. -short
-// skips them. DRILL_DRILLS_KEEP=1 keeps every run's reports (run.json,
-// junit.xml, report.html, replica logs); a failed test keeps them anyway
-// and logs where.
+// and need PostgreSQL's server binaries (initdb, postgres), found as drill
+// finds them: on PATH or in /usr/lib/postgresql/<version>/bin. Without them
+// the test skips, saying so, or under CI=true fails. -short skips them.
+// DRILL_DRILLS_KEEP=1 keeps every run's reports (run.json, junit.xml,
+// report.html, replica logs); a failed test keeps them anyway and logs
+// where.
 package drills

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/findings"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/testutil/needs"
 	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
@@ -52,11 +54,7 @@ func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the eight drills take about 6 minutes")
 	}
-	for _, bin := range []string{"initdb", "pg_ctl", "postgres"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("PostgreSQL binaries needed by the drills: %v", err)
-		}
-	}
+	needPostgres(t)
 	work := workDir(t)
 	drill := buildDrill(t, work)
 
@@ -336,4 +334,14 @@ func tail(b []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// needPostgres skips t (under CI=true: fails it) unless PostgreSQL's server
+// binaries are where drill looks for them: on PATH or in Debian's
+// /usr/lib/postgresql/<version>/bin, which a fresh `apt-get install
+// postgresql` does not put on PATH.
+func needPostgres(t *testing.T) {
+	t.Helper()
+	_, err := dependencies.LookPostgres()
+	needs.Part(t, "PostgreSQL server binaries (the drills' databases)", err)
 }

@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
 // Binaries looked up on PATH.
@@ -53,14 +55,15 @@ type Process struct {
 	Dir string
 }
 
-// lookPath returns the path of bin or skips tb, naming the package to
-// install.
+// lookPath returns the path of bin or skips tb (under CI=true: fails it),
+// naming the package to install.
 func lookPath(tb testing.TB, bin string) string {
 	tb.Helper()
 	p, err := exec.LookPath(bin)
 	if err != nil {
-		tb.Skipf("%s not installed (Debian package %s: apt-get install %s): %v", bin, bin, bin, err)
+		err = fmt.Errorf("%w (Debian package %s: apt-get install %s)", err, bin, bin)
 	}
+	needs.Part(tb, bin, err)
 	return p
 }
 
