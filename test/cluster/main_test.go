@@ -24,6 +24,7 @@ import (
 
 	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/testutil/needs"
 	"github.com/drillhq/drill/internal/testutil/testproc"
 	"github.com/drillhq/drill/internal/testutil/toxiproxyapi"
 )
@@ -98,7 +99,7 @@ func requireEnv(t testing.TB) *clusterEnv {
 		}
 	})
 	if skipReason != "" {
-		t.Skip(skipReason)
+		needs.Part(t, "Kubernetes control plane", errors.New(skipReason))
 	}
 	if envErr != nil {
 		t.Fatalf("set up the test cluster: %v", envErr)
