@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 //
 // Environment: STARTUP, LIVE, READY give initial answers (default 200);
 // EXIT_AFTER (a duration) exits with code 3 after that long; IGNORE_TERM=1
-// ignores SIGTERM; CHILD=1 starts "sleep 300" and prints its pid;
+// ignores SIGTERM; TERM_LINGER (a duration) lingers that long after
+// SIGTERM before it exits (a service that takes its time to shut down,
+// still serving meanwhile); CHILD=1 starts "sleep 300" and prints its pid;
 // LISTEN_ENV names the variable to read the listen address from instead
 // of PORT (a port, host:port or :port, all on 127.0.0.1); LISTEN_ON is an
 // address to listen on whatever it was given.
@@ -51,8 +53,13 @@ func testServer() int {
 	} else {
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGTERM)
+		linger, _ := time.ParseDuration(os.Getenv("TERM_LINGER"))
 		go func() {
 			<-ch
+			if linger > 0 {
+				fmt.Printf("got SIGTERM, exiting in %s\n", linger)
+				time.Sleep(linger)
+			}
 			fmt.Println("got SIGTERM, exiting")
 			os.Exit(0)
 		}()

@@ -303,7 +303,10 @@ type instance struct {
 	exited    chan struct{} // closed after the process was reaped
 	probeWG   sync.WaitGroup
 
-	// Set before exited is closed.
+	// Set before exited is closed. exitAt is when the wait saw the
+	// process end (real time, before its output was drained); finished
+	// is on the replica's clock, after the drain.
+	exitAt   time.Time
 	finished time.Time
 	exitDesc string
 
@@ -321,6 +324,11 @@ type termination struct {
 	probe  string // "" unless a probe caused it
 	reason string
 	grace  time.Duration
+	// at is the moment the restart is dated by (real time, with its
+	// monotonic reading): when the runtime decided to kill (the probe's
+	// failureThreshold reached), or when a process that nobody asked to
+	// end exited; zero for a stop.
+	at time.Time
 }
 
 // NewReplica validates cfg and returns a Replica that is not yet running.
@@ -474,9 +482,19 @@ func (r *Replica) Logs() []string { return r.logs.since(0) }
 func (r *Replica) Pod() string { return r.cfg.Pod }
 
 // emitLocked stamps e with the clock and identity and sends it. Called with
-// r.mu held, so a replica's events are emitted in the order of their times.
-func (r *Replica) emitLocked(e event.Event) {
-	e.At = r.cfg.Clock.Now()
+// r.mu held, so a replica's events are emitted in the order of their times,
+// but for a ContainerRestart, which is dated by its cause (see restart).
+func (r *Replica) emitLocked(e event.Event) { r.emitAtLocked(e, time.Time{}) }
+
+// emitAtLocked emits e dated at (real time with its monotonic reading,
+// converted on the run's clock now, so a t=0 moved in between is
+// honoured); a zero at dates it now.
+func (r *Replica) emitAtLocked(e event.Event, at time.Time) {
+	if at.IsZero() {
+		e.At = r.cfg.Clock.Now()
+	} else {
+		e.At = r.cfg.Clock.Offset(at)
+	}
 	e.Source = r.opt.Source
 	e.Service = r.cfg.Service
 	e.Pod = r.cfg.Pod
@@ -587,6 +605,7 @@ func (r *Replica) reap(inst *instance) {
 			break
 		}
 	}
+	inst.exitAt = time.Now()
 	_ = killGroup(inst.pid, syscall.SIGKILL)
 	err := inst.cmd.Wait()
 	inst.stdout.flush()
@@ -775,7 +794,7 @@ func (r *Replica) requestKillLocked(inst *instance, spec *probeSpec, reason stri
 		grace = *spec.grace
 	}
 	select {
-	case inst.kill <- termination{probe: spec.kind, reason: reason, grace: grace}:
+	case inst.kill <- termination{probe: spec.kind, reason: reason, grace: grace, at: time.Now()}:
 	default: // a kill is already under way
 	}
 }
@@ -805,13 +824,13 @@ func (r *Replica) supervise(inst *instance) {
 func (r *Replica) await(inst *instance) (termination, bool) {
 	select {
 	case <-inst.exited:
-		return termination{reason: "container " + inst.exitDesc}, r.stopping()
+		return termination{reason: "container " + inst.exitDesc, at: inst.exitAt}, r.stopping()
 	case k := <-inst.kill:
 		r.mu.Lock()
 		if r.cur == inst {
 			r.st.State, r.st.Reason = StateTerminating, k.reason
-			r.emitLocked(event.Event{Kind: event.K8sEvent, Probe: k.probe, Reason: "Killing",
-				Detail: fmt.Sprintf("Container %s failed %s probe, will be restarted: %s", r.cfg.Container, k.probe, k.reason)})
+			r.emitAtLocked(event.Event{Kind: event.K8sEvent, Probe: k.probe, Reason: "Killing",
+				Detail: fmt.Sprintf("Container %s failed %s probe, will be restarted: %s", r.cfg.Container, k.probe, k.reason)}, k.at)
 			r.changedLocked()
 		}
 		r.mu.Unlock()
@@ -939,8 +958,12 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 		r.bo.next(r.opt.clk.Now(), ref)
 		r.prevFinish = prev.finished
 		count := r.st.RestartCount + 1
-		r.emitLocked(event.Event{Kind: event.ContainerRestart, RestartCount: count, Probe: cause.probe,
-			Reason: cause.reason, Logs: logs})
+		// Dated by its cause, not by the new process (PodStarted, just
+		// below): a kill by when it was decided, however long the old
+		// process took to shut down; a crash by its exit, however long
+		// the back-off held the next start.
+		r.emitAtLocked(event.Event{Kind: event.ContainerRestart, RestartCount: count, Probe: cause.probe,
+			Reason: cause.reason, Logs: logs}, cause.at)
 		inst, err := r.startLocked(count)
 		if err == nil {
 			r.mu.Unlock()
@@ -959,7 +982,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 		r.changedLocked()
 		r.mu.Unlock()
 		prev = &instance{finished: now, logSeq: r.logs.mark("[drill] " + err.Error())}
-		cause = termination{reason: "StartError: " + err.Error()}
+		cause = termination{reason: "StartError: " + err.Error(), at: time.Now()}
 		ref = now
 		logs = []string{err.Error()}
 	}
