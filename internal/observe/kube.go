@@ -91,7 +91,9 @@ func WithResync(d time.Duration) KubeOption {
 //   - [event.ContainerRestart] per increment of a container's restartCount
 //     (Container, RestartCount, Reason = lastState.terminated.reason, Probe
 //     = liveness or startup when a recent Event of the pod says that probe
-//     failed, Detail = exit code and that Event's message);
+//     failed, Detail = exit code and that Event's message); At is when the
+//     kubelet's "Killing" Event that explains it was seen, else when the
+//     count rose;
 //   - [event.PodDeleted] on deletion (Reason "deleted", or "deleted while
 //     the watch was down" for a tombstone, or "replaced" when a pod of the
 //     same name comes back with a new UID, or "left selector");
@@ -433,6 +435,12 @@ func (k *Kube) restartEvent(t *kubeTarget, base event.Event, cs corev1.Container
 	if pf, ok := t.probeCause(base.Pod, cs.Name, base.At); ok {
 		e.Probe = pf.probe
 		details = append(details, pf.message)
+		if pf.kill && pf.at < e.At {
+			// A kill is dated by the kubelet's decision (its Killing
+			// Event), not by the new container, which comes only once the
+			// old one has shut down.
+			e.At = pf.at
+		}
 	}
 	if rose > 1 {
 		details = append(details, fmt.Sprintf("restartCount rose by %d at once", rose))

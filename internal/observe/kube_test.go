@@ -376,8 +376,9 @@ func TestKubeScriptedTimeline(t *testing.T) {
 		t.Errorf("removal latency of gw-a = %v, want 400ms", lat)
 	}
 	restart := got[indexOf(got, has(event.ContainerRestart, "gw-b", restartN(1)))]
-	if restart.At != 12300*time.Millisecond || restart.Probe != event.ProbeLiveness || restart.Reason != "Error" || restart.Container != "app" {
-		t.Errorf("restart event %s: want at 12.3s, probe liveness, reason Error, container app", fmtEvent(restart))
+	// Dated by the Killing Event (12 s), not by the count's rise (12.3 s).
+	if restart.At != 12*time.Second || restart.Probe != event.ProbeLiveness || restart.Reason != "Error" || restart.Container != "app" {
+		t.Errorf("restart event %s: want at 12s (the Killing Event), probe liveness, reason Error, container app", fmtEvent(restart))
 	}
 }
 
