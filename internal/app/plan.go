@@ -19,10 +19,12 @@ func newPlanCommand(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan FILE",
 		Short: "Print the timeline a run of the scenario would carry out; touches nothing",
-		Long: `plan prints when each stream starts and stops, each fault turns on and off,
-each window begins and ends, and which assertion judges which window. Times are
-offsets from t+0, the moment load starts. FILE "-" reads the scenario from
-standard input.`,
+		Long: `plan prints what is brought up before t+0 (dependencies, each service's setup
+step, replicas and probe timing), when each stream starts and stops, each fault
+turns on and off, each window begins and ends, and which assertion judges which
+window (a restarts assertion with includeStartup also counts the bring-up).
+Times are offsets from t+0, the moment load starts. FILE "-" reads the scenario
+from standard input.`,
 		Args: exactArgs(1, "a scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(g, flags, args[0])

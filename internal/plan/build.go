@@ -19,7 +19,8 @@ import (
 // min(at+for+timeline.recovery, duration)), then the user's windows.
 // Actions are sorted by time; at equal times offs and stops come before
 // starts and ons, and run-end comes last. Each assertion becomes a
-// judgement of its window. Action details follow the redaction rules
+// judgement of its window. BringUp says what happens before t=0. Action
+// and setup details follow the redaction rules
 // (internal/redact): a URL's password and sensitive query values read
 // REDACTED. Build fails when an assertion names a window that does not
 // exist.
@@ -70,8 +71,18 @@ func Build(s *scenario.Scenario) (*Plan, error) {
 		if _, ok := p.Window(a.Window); !ok {
 			return nil, fmt.Errorf("build plan: assertion %q judges window %q, which does not exist", a.Name, a.Window)
 		}
-		p.Judgements = append(p.Judgements, Judgement{Assertion: a.Name, Type: string(a.Type), Window: a.Window})
+		j := Judgement{Assertion: a.Name, Type: string(a.Type), Window: a.Window}
+		if a.Type == scenario.AssertRestarts {
+			// The restarts judge's rule: includeStartup, by default only
+			// over the run window.
+			j.IncludeStartup = a.Window == scenario.WindowRun
+			if a.IncludeStartup != nil {
+				j.IncludeStartup = *a.IncludeStartup
+			}
+		}
+		p.Judgements = append(p.Judgements, j)
 	}
+	p.BringUp = bringUpOf(s, rd)
 	return p, nil
 }
 

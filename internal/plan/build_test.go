@@ -119,3 +119,36 @@ func TestFormatOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintBringUpGolden: drill plan shows the bring-up (dependencies, a
+// setup step with its secret redacted, replicas and probe timing with
+// Kubernetes' defaults filled in) and says for each restarts assertion
+// whether the bring-up counts: with includeStartup (the default over the
+// run window, or set over another window) the row starts at bring-up and
+// names the span between bring-up and the window that does not count;
+// with includeStartup: false it says the bring-up is not counted. A
+// kubernetes scenario's bring-up starts nothing and finds pods by
+// selector.
+func TestPrintBringUpGolden(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ file, golden string }{
+		{"internal/plan/testdata/scenarios/bringup.yaml", "bringup.txt"},
+		{"scenarios/k8s/orders-db-brownout.yaml", "k8s-orders-db-brownout.txt"},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			t.Parallel()
+			p, err := Build(load(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := Print(&b, p); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(b.String(), "hunter2") {
+				t.Errorf("the plan shows a setup step's password:\n%s", b.String())
+			}
+			golden.Check(t, filepath.Join("testdata", tc.golden), b.Bytes(), *update)
+		})
+	}
+}

@@ -45,6 +45,10 @@ type Judgement struct {
 	Assertion string `json:"assertion"`
 	Type      string `json:"type"`
 	Window    string `json:"window"`
+	// IncludeStartup: a restarts assertion that also counts what happened
+	// while services came up (before t=0), beside its window: its
+	// includeStartup, default true over the run window.
+	IncludeStartup bool `json:"includeStartup,omitempty"`
 }
 
 // Plan is the whole timeline.
@@ -57,6 +61,9 @@ type Plan struct {
 	Actions    []Action      `json:"actions"`
 	Windows    []Window      `json:"windows"`
 	Judgements []Judgement   `json:"judgements"`
+	// BringUp is what the run does before t=0 (absent in records written
+	// before it was planned).
+	BringUp *BringUp `json:"bringUp,omitempty"`
 }
 
 // Window returns the window named name.

@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
 
-// Print writes the plan as a timeline people can read: one row per action
-// and per window start or end, in time order (t+0 is the moment load
-// starts), then which assertion judges which window. It returns the first
-// write error.
+// Print writes the plan for people: what is brought up before t+0 (the
+// BRING-UP section: dependencies, each service's setup step, replicas and
+// probe timing), the timeline (one row per action and per window start or
+// end, in time order; t+0 is the moment load starts), then which
+// assertion judges which window, and for a restarts assertion whether it
+// also counts the bring-up (includeStartup). It returns the first write
+// error.
 func Print(w io.Writer, p *Plan) error {
 	type row struct {
 		at    int64
@@ -41,8 +45,25 @@ func Print(w io.Writer, p *Plan) error {
 	})
 	ew := &errWriter{w: &trimWriter{w: w}}
 	fmt.Fprintf(ew, "plan for scenario %s: run %s, warmup %s (t+0 is the moment load starts)\n\n", p.Scenario, p.Duration, p.Warmup)
+	if p.BringUp != nil {
+		printBringUp(ew, p.BringUp)
+		fmt.Fprintln(ew)
+	}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tEVENT\tNAME\tDETAIL")
+	if p.BringUp != nil {
+		detail := "see BRING-UP"
+		var counted []string
+		for _, j := range p.Judgements {
+			if j.IncludeStartup {
+				counted = append(counted, j.Assertion)
+			}
+		}
+		if len(counted) > 0 {
+			detail += "; restarts in it count for " + strings.Join(counted, ", ") + " (includeStartup)"
+		}
+		fmt.Fprintf(tw, "before t+0\tbring-up\t%s\t%s\n", p.BringUp.Environment, detail)
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", FormatOffset(durationOf(r.at)), r.event, r.name, r.info)
 	}
@@ -53,13 +74,76 @@ func Print(w io.Writer, p *Plan) error {
 		return ew.err
 	}
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ASSERTION\tTYPE\tWINDOW\tFROM\tTO")
+	fmt.Fprintln(tw, "ASSERTION\tTYPE\tWINDOW\tFROM\tTO\tNOTE")
 	for _, j := range p.Judgements {
 		win, _ := p.Window(j.Window)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Assertion, j.Type, j.Window, FormatOffset(win.Start), FormatOffset(win.End))
+		from, note := FormatOffset(win.Start), ""
+		switch {
+		case j.IncludeStartup:
+			// The judge counts what happened before t+0 and in the window,
+			// nothing between them.
+			from = "bring-up"
+			note = fmt.Sprintf("includeStartup: restarts before t+0 and in %s-%s count", FormatOffset(win.Start), FormatOffset(win.End))
+			if win.Start > 0 {
+				note += fmt.Sprintf(", not those in %s-%s", FormatOffset(0), FormatOffset(win.Start))
+			}
+		case j.Type == "restarts":
+			note = "bring-up not counted (includeStartup: false)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.Assertion, j.Type, j.Window, from, FormatOffset(win.End), note)
 	}
 	tw.Flush()
 	return ew.err
+}
+
+// printBringUp writes the BRING-UP section.
+func printBringUp(w io.Writer, b *BringUp) {
+	switch b.Environment {
+	case "local":
+		fmt.Fprintf(w, "BRING-UP before t+0 (local): the dependencies start, then each service in order (its setup step, then its replicas); load starts once every replica is ready, waiting at most %s (timeline.readyTimeout)\n", b.ReadyTimeout)
+	case "kubernetes":
+		fmt.Fprintln(w, "BRING-UP before t+0 (kubernetes): drill starts no service; the services are the cluster's pods, found by selector")
+	default:
+		fmt.Fprintf(w, "BRING-UP before t+0 (%s): the dependencies start, then the environment's services\n", b.Environment)
+	}
+	if len(b.Dependencies) > 0 {
+		fmt.Fprintf(w, "  dependencies: %s\n", strings.Join(b.Dependencies, ", "))
+	}
+	for _, s := range b.Services {
+		if s.Setup != "" {
+			fmt.Fprintf(w, "  setup of %s, before its replicas start: %s\n", s.Name, s.Setup)
+		}
+	}
+	if len(b.Services) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SERVICE\tREPLICAS\tPROBE\tCHECK\tDELAY\tPERIOD\tTIMEOUT\tSUCCESS\tFAILURE")
+	for _, s := range b.Services {
+		replicas := "-"
+		if s.Replicas > 0 {
+			replicas = fmt.Sprint(s.Replicas)
+		}
+		if s.Selector != "" {
+			replicas = "selector " + s.Selector
+		}
+		if len(s.Probes) == 0 {
+			none := "(none)"
+			if b.Environment == "kubernetes" {
+				none = "(the cluster's)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t\t\t\t\t\t\n", s.Name, replicas, none)
+			continue
+		}
+		for i, p := range s.Probes {
+			name, reps := s.Name, replicas
+			if i > 0 {
+				name, reps = "", ""
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", name, reps, p.Kind, p.Check, p.InitialDelay, p.Period, p.Timeout, p.SuccessThreshold, p.FailureThreshold)
+		}
+	}
+	tw.Flush()
 }
 
 // errWriter remembers the first write error.

@@ -1,0 +1,144 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drillhq/drill/internal/redact"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+// DefaultReadyTimeout is how long a run waits for every replica to be
+// ready before t=0 when timeline.readyTimeout is not set.
+const DefaultReadyTimeout = 120 * time.Second
+
+// defaultSetupTimeout is a setup step's timeout when it sets none.
+const defaultSetupTimeout = 5 * time.Minute
+
+// BringUp is what a run does before t=0: in a local environment it starts
+// the dependencies, then each service in order (its setup step, then its
+// replicas), and waits until every replica is ready; load starts after
+// that. In kubernetes mode the services are the cluster's, found by
+// selector.
+type BringUp struct {
+	// Environment is local, kubernetes or compose.
+	Environment string `json:"environment"`
+	// Dependencies are the dependencies started, e.g. "postgres
+	// (PostgreSQL, mode auto)".
+	Dependencies []string `json:"dependencies,omitempty"`
+	// Services are the services, in the order they are brought up.
+	Services []ServiceBringUp `json:"services,omitempty"`
+	// ReadyTimeout bounds the wait for every replica to be ready, in ns
+	// (local environment).
+	ReadyTimeout time.Duration `json:"readyTimeout,omitempty"`
+}
+
+// ServiceBringUp is one service's part of the bring-up.
+type ServiceBringUp struct {
+	Name string `json:"name"`
+	// Replicas is the number of replicas started (local environment; 0 in
+	// kubernetes mode, where the cluster decides).
+	Replicas int `json:"replicas,omitempty"`
+	// Selector finds the service's pods (kubernetes mode).
+	Selector string `json:"selector,omitempty"`
+	// Setup is the one-shot step run before the first replica starts, as
+	// "<argv> (timeout <d>)"; "" when there is none. Redacted.
+	Setup string `json:"setup,omitempty"`
+	// Probes are the replicas' probes: startup, readiness, liveness.
+	Probes []ProbeTiming `json:"probes,omitempty"`
+}
+
+// ProbeTiming is one probe and when it runs. Durations are in ns.
+type ProbeTiming struct {
+	// Kind is startup, readiness or liveness; Check what it does, e.g.
+	// "GET /healthz/ready".
+	Kind  string `json:"kind"`
+	Check string `json:"check"`
+	// InitialDelay, Period and Timeout are the probe's
+	// initialDelaySeconds, periodSeconds and timeoutSeconds.
+	InitialDelay time.Duration `json:"initialDelay"`
+	Period       time.Duration `json:"period"`
+	Timeout      time.Duration `json:"timeout"`
+	// SuccessThreshold and FailureThreshold are the successes and
+	// failures in a row that change the probe's state.
+	SuccessThreshold int32 `json:"successThreshold"`
+	FailureThreshold int32 `json:"failureThreshold"`
+}
+
+// bringUpOf describes what s brings up before t=0; details follow the
+// redaction rules of rd.
+func bringUpOf(s *scenario.Scenario, rd *redact.Redactor) *BringUp {
+	b := &BringUp{Environment: string(s.Environment.Type)}
+	if b.Environment == "" {
+		b.Environment = string(scenario.EnvLocal)
+	}
+	local := b.Environment == string(scenario.EnvLocal)
+	if local {
+		b.ReadyTimeout = s.Timeline.ReadyTimeout.D()
+		if b.ReadyTimeout <= 0 {
+			b.ReadyTimeout = DefaultReadyTimeout
+		}
+	}
+	for _, d := range s.Dependencies {
+		switch {
+		case d.Postgres != nil:
+			mode := string(d.Postgres.Mode)
+			if mode == "" {
+				mode = string(scenario.PostgresAuto)
+			}
+			b.Dependencies = append(b.Dependencies, fmt.Sprintf("%s (PostgreSQL, mode %s)", d.Name, mode))
+		case d.HTTPStub != nil:
+			b.Dependencies = append(b.Dependencies, fmt.Sprintf("%s (HTTP stub answering %d after %s)", d.Name, d.HTTPStub.Status, d.HTTPStub.Latency.D()))
+		default:
+			b.Dependencies = append(b.Dependencies, d.Name)
+		}
+	}
+	for _, sv := range s.Services {
+		su := ServiceBringUp{Name: sv.Name, Selector: sv.Selector}
+		if local {
+			su.Replicas = max(sv.Replicas, 1)
+		}
+		if sv.Setup != nil {
+			t := sv.Setup.Timeout.D()
+			if t <= 0 {
+				t = defaultSetupTimeout
+			}
+			argv := append(append([]string{}, sv.Setup.Command...), sv.Setup.Args...)
+			su.Setup = rd.Text(fmt.Sprintf("%s (timeout %s)", strings.Join(argv, " "), t))
+		}
+		for _, p := range []struct {
+			kind  string
+			probe *scenario.Probe
+		}{{"startup", sv.Probes.StartupProbe}, {"readiness", sv.Probes.ReadinessProbe}, {"liveness", sv.Probes.LivenessProbe}} {
+			if p.probe != nil {
+				su.Probes = append(su.Probes, probeTiming(p.kind, p.probe, rd))
+			}
+		}
+		b.Services = append(b.Services, su)
+	}
+	return b
+}
+
+// probeTiming reads a probe with Kubernetes' defaults for unset fields.
+func probeTiming(kind string, p *scenario.Probe, rd *redact.Redactor) ProbeTiming {
+	or := func(v, def int32) int32 {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	check := "?"
+	switch {
+	case p.HTTPGet != nil:
+		check = "GET " + p.HTTPGet.Path
+	case p.TCPSocket != nil:
+		check = "TCP connect"
+	case p.Exec != nil:
+		check = "exec " + strings.Join(p.Exec.Command, " ")
+	}
+	sec := func(n int32) time.Duration { return time.Duration(n) * time.Second }
+	return ProbeTiming{Kind: kind, Check: rd.Text(check),
+		InitialDelay: sec(p.InitialDelaySeconds), Period: sec(or(p.PeriodSeconds, 10)), Timeout: sec(or(p.TimeoutSeconds, 1)),
+		SuccessThreshold: or(p.SuccessThreshold, 1), FailureThreshold: or(p.FailureThreshold, 3)}
+}
