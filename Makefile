@@ -1,6 +1,8 @@
 # drill: make help lists the targets.
 
 GO       ?= go
+# bash: make test's recipe needs pipefail.
+SHELL    := /bin/bash
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/drillhq/drill/internal/app.version=$(VERSION)
 FUZZTIME ?= 10s
@@ -23,11 +25,23 @@ IMAGE    ?= drill:$(VERSION)
 image: build ## Build the FROM scratch image of bin/drill (IMAGE=registry/drill:tag; load.image of load workers)
 	docker build -f build/Dockerfile -t $(IMAGE) .
 
-test: lint ## make lint, unit tests, end-to-end tests one package at a time (drill as a child, drill pairs, real control plane), short fuzz
-	$(GO) test -timeout 30m ./cmd/... ./internal/... ./docs/...
-	$(GO) test -p 1 -timeout 75m ./test/...
-	cd test/controlplane && $(GO) test -timeout 30m ./...
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/scenario
+# make test pipes each go test -json through tools/testsum, which prints
+# what go test prints (plus a PASS line for every test of 5 s or more) and
+# records skipped tests and reruns in $(SKIPS); the last line counts and
+# names them, pass or fail.
+TESTSUM := $(CURDIR)/bin/testsum
+SKIPS   := $(CURDIR)/bin/test-skips.jsonl
+
+test: lint ## make lint, unit tests, end-to-end tests one package at a time (drill as a child, drill pairs, real control plane), short fuzz; ends with a line naming every skip and rerun
+	@mkdir -p bin && rm -f $(SKIPS)
+	$(GO) build -o $(TESTSUM) ./tools/testsum
+	@set -o pipefail; status=0; \
+	run() { echo "==> $$*"; "$$@" 2>&1 | $(TESTSUM) -record $(SKIPS); }; \
+	run $(GO) test -json -timeout 30m ./cmd/... ./internal/... ./docs/... ./bench/... ./tools/... && \
+	run $(GO) test -json -p 1 -timeout 75m ./test/... && \
+	(cd test/controlplane && run $(GO) test -json -timeout 30m ./...) && \
+	run $(GO) test -json -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/scenario || status=$$?; \
+	$(TESTSUM) -summary $(SKIPS); exit $$status
 
 demo: build ## Build, then run the PostgreSQL brownout and the tax brownout drills locally
 	@status=0; for s in $(DEMO_SCENARIOS); do \
