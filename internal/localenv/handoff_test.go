@@ -263,7 +263,7 @@ func TestRunSetupRedactsItsLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), canary) || !strings.Contains(string(b), "connecting to postgres://app:") {
+	if strings.Contains(string(b), canary) || !strings.Contains(string(b), "connecting to postgres://REDACTED@127.0.0.1/app") {
 		t.Errorf("setup log leaks the secret or lost its output:\n%s", b)
 	}
 }

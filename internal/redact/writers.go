@@ -13,7 +13,8 @@ import (
 // Handler returns a slog.Handler that applies r's rules to every record
 // before h sees it: the message and string values get [Redactor.Text]
 // (errors and fmt.Stringers as their text), and an attribute whose key is
-// sensitive ([Redactor.SensitiveKey]) loses its value. Other values pass
+// sensitive ([Redactor.SensitiveKey]) loses its value unless it is a count
+// or an outcome ([CountOrOutcome]: auth_failures_total=3). Other values pass
 // unchanged unless their printed form holds a secret.
 func Handler(h slog.Handler, r *Redactor) slog.Handler {
 	return &handler{h: h, r: r}
@@ -49,7 +50,7 @@ func (x *handler) WithGroup(name string) slog.Handler {
 
 func (x *handler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
-	if v.Kind() != slog.KindGroup && x.r.SensitiveKey(a.Key) {
+	if v.Kind() != slog.KindGroup && x.r.SensitiveKey(a.Key) && !CountOrOutcome(a.Key, v.String()) {
 		return slog.String(a.Key, Redacted)
 	}
 	switch v.Kind() {

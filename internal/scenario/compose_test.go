@@ -117,7 +117,9 @@ environment:
     file: compose.yaml
     env:
       API_TOKEN: ` + canary + `
+      TENANT_SEAL: ` + canary + `
       LOG_LEVEL: info
+redact: {allowEnv: [LOG_LEVEL]}
 timeline: {duration: 10s}
 services:
   - name: api

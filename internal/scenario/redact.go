@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -10,13 +11,17 @@ import (
 )
 
 // Redactor returns the redaction rules of a run of s (internal/redact):
-// the default rules, the header names and query keys of s.Redact, and as
-// known values the given values (those read with ${env.NAME}) plus every
-// secret the rules find written in s: sensitive header values of targets
-// and probes, basicAuth passwords, sensitive env values and secret flag
-// arguments of services, sensitive environment.compose.env values, and URL
-// passwords and sensitive query and key=value values in any string. A nil
-// s gives the default rules plus values.
+// the default rules, the names s.Redact adds and allows, and as known
+// values the given values (those read with ${env.NAME}) plus every secret
+// the rules find written in s: the values of headers of targets and probes
+// that are not recorded, basicAuth passwords (and usernames sent without
+// one), env values of services, setups and environment.compose.env that
+// are not recorded, secret flag arguments of services and setups, and URL
+// userinfo and redacted query and key=value values in any string. Values
+// redacted only because no allow list keeps them (their name is on no
+// sensitive list) are known values when at least
+// redact.MinUnnamedValueLen bytes long and not harmless by their form. A
+// nil s gives the default rules plus values.
 func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 	o := redact.Options{Values: append([]string(nil), values...)}
 	if s == nil {
@@ -24,47 +29,77 @@ func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 	}
 	o.Headers = s.Redact.Headers
 	o.QueryKeys = s.Redact.QueryKeys
+	o.AllowHeaders = s.Redact.AllowHeaders
+	o.AllowQueryKeys = s.Redact.AllowQueryKeys
+	o.AllowEnv = s.Redact.AllowEnv
 	rules := redact.New(o)
 	add := func(v string) {
 		if v != "" && !strings.Contains(v, "${") && v != redact.Redacted {
 			o.Values = append(o.Values, v)
 		}
 	}
-	for _, st := range s.Streams {
-		if st.BasicAuth != nil {
-			add(st.BasicAuth.Password)
+	addUnnamed := func(v string) {
+		if len(v) >= redact.MinUnnamedValueLen && !redact.Harmless(v) {
+			add(v)
 		}
-		for _, t := range st.Targets {
-			for k, v := range t.Headers {
-				if rules.SensitiveHeader(k) {
-					add(v)
-					// "Bearer x": x alone may show up elsewhere.
-					if _, cred, ok := strings.Cut(v, " "); ok {
-						add(strings.TrimSpace(cred))
-					}
-				}
+	}
+	header := func(name, v string) {
+		switch {
+		case rules.Header(name, v) != redact.Redacted:
+		case rules.SensitiveHeader(name):
+			add(v)
+			// "Bearer x": x alone may show up elsewhere.
+			if _, cred, ok := strings.Cut(v, " "); ok {
+				add(strings.TrimSpace(cred))
+			}
+		default:
+			addUnnamed(v)
+		}
+	}
+	env := func(vars map[string]string) {
+		for k, v := range vars {
+			switch {
+			case rules.Env(k, v) != redact.Redacted:
+			case redact.SensitiveEnvName(k):
+				add(v)
+			default:
+				addUnnamed(v)
 			}
 		}
 	}
-	for _, svc := range s.Services {
-		for _, argv := range [][]string{svc.Command, svc.Args} {
+	flags := func(argvs ...[]string) {
+		for _, argv := range argvs {
 			for i := 1; i < len(argv); i++ {
 				if rules.SecretFlag(argv[i-1]) && !strings.HasPrefix(argv[i], "-") {
 					add(argv[i])
 				}
 			}
 		}
-		for k, v := range svc.Env {
-			if redact.SensitiveEnvName(k) {
-				add(v)
+	}
+	for _, st := range s.Streams {
+		if ba := st.BasicAuth; ba != nil {
+			add(ba.Password)
+			if ba.Password == "" {
+				add(ba.Username)
 			}
+		}
+		for _, t := range st.Targets {
+			for k, v := range t.Headers {
+				header(k, v)
+			}
+		}
+	}
+	for _, svc := range s.Services {
+		flags(svc.Command, svc.Args)
+		env(svc.Env)
+		if su := svc.Setup; su != nil {
+			flags(su.Command, su.Args)
+			env(su.Env)
 		}
 		for _, p := range []*Probe{svc.Probes.StartupProbe, svc.Probes.LivenessProbe, svc.Probes.ReadinessProbe} {
 			if p != nil && p.HTTPGet != nil {
 				for _, h := range p.HTTPGet.HTTPHeaders {
-					if rules.SensitiveHeader(h.Name) {
-						add(h.Value)
-					}
+					header(h.Name, h.Value)
 				}
 			}
 		}
@@ -72,11 +107,7 @@ func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 	// environment.compose.env reaches the containers' environment through
 	// the Compose file's ${VAR}: the same rule as a service's env.
 	if c := s.Environment.Compose; c != nil {
-		for k, v := range c.Env {
-			if redact.SensitiveEnvName(k) {
-				add(v)
-			}
-		}
+		env(c.Env)
 	}
 	walkStrings(reflect.ValueOf(s).Elem(), "", func(_, v string) {
 		for _, x := range rules.SecretsIn(v) {
@@ -87,10 +118,13 @@ func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 }
 
 // Redacted returns a copy of s, sharing nothing it changes with s, as
-// drill may write it with r's rules: sensitive header values (targets and
-// probes) and basicAuth passwords read REDACTED, service env values and
-// environment.compose.env values go through r.Env, commands and args through r.Args, target bodies through
-// r.Body (size and sha256 prefix), and every other string through r.Text.
+// drill may write it with r's rules: header values (targets and probes)
+// go through r.Header; basicAuth passwords (and the username when the
+// password is empty) read REDACTED unless written only as references; env
+// values of services, setups and environment.compose.env go through r.Env;
+// commands and args of services, setups and exec probes through r.Args;
+// target bodies through r.Body (size and sha256 prefix); and every other
+// string through r.Text (URL userinfo, query values).
 // The timeline and the assertions are copied unchanged, so a redacted
 // scenario judges a recorded run as the original does. s is not modified;
 // a nil s gives nil.
@@ -174,9 +208,20 @@ func redactFields(r *redact.Redactor, dst, src any) {
 		s := src.(HTTPHeader)
 		d.Value = r.Header(s.Name, s.Value)
 	case *BasicAuth:
-		if d.Password != "" {
+		s := src.(BasicAuth)
+		if s.Password != "" && !redact.OnlyReferences(s.Password) {
 			d.Password = redact.Redacted
 		}
+		if s.Password == "" && s.Username != "" && !redact.OnlyReferences(s.Username) {
+			d.Username = redact.Redacted
+		}
+	case *Setup:
+		s := src.(Setup)
+		for k, v := range s.Env {
+			d.Env[k] = r.Env(k, v)
+		}
+		d.Command = r.Args(s.Command)
+		d.Args = r.Args(s.Args)
 	case *Service:
 		s := src.(Service)
 		for k, v := range s.Env {
@@ -209,18 +254,19 @@ func redactMessage(r *redact.Redactor, path, msg string) string {
 }
 
 // sensitivePath reports whether the field at path holds a secret by the
-// rules: its last key names a sensitive header, key or env variable, or
-// it is a body or a probe header's value.
+// rules: its last key names a sensitive header, key or env variable, it is
+// a header or env value the rules do not record, or it is a body or a
+// probe header's value.
 func sensitivePath(r *redact.Redactor, path string) bool {
-	last := path
+	last, parent := path, ""
 	if strings.HasSuffix(path, `"]`) {
 		if i := strings.LastIndex(path, `["`); i >= 0 {
 			if k, err := strconv.Unquote(path[i+1 : len(path)-1]); err == nil {
-				last = k
+				last, parent = k, path[:i]
 			}
 		}
 	} else if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		last = path[i+1:]
+		last, parent = path[i+1:], path[:i]
 	}
 	if i := strings.IndexByte(last, '['); i >= 0 && !strings.HasSuffix(path, `"]`) {
 		last = last[:i]
@@ -230,6 +276,61 @@ func sensitivePath(r *redact.Redactor, path string) bool {
 		return true
 	case last == "value" && strings.Contains(path, "httpHeaders["):
 		return true
+	case strings.HasSuffix(parent, ".headers") && !r.AllowedHeader(last):
+		return true
+	case strings.HasSuffix(parent, ".env") && !r.AllowedEnv(last):
+		return true
 	}
 	return r.SensitiveHeader(last) || r.SensitiveKey(last) || redact.SensitiveEnvName(last)
+}
+
+// redaction checks s.Redact: names are header tokens, query keys and env
+// names; nothing the rules call sensitive is allowed.
+func (v *validator) redaction() {
+	rd := redact.New(redact.Options{})
+	for i, h := range v.s.Redact.Headers {
+		if !tokenRE.MatchString(h) {
+			v.errorf(fmt.Sprintf("redact.headers[%d]", i), "invalid header name %q", h)
+		}
+	}
+	for i, k := range v.s.Redact.QueryKeys {
+		if strings.TrimSpace(k) == "" {
+			v.errorf(fmt.Sprintf("redact.queryKeys[%d]", i), "a query key must not be empty")
+		}
+	}
+	redacted := map[string]bool{}
+	for _, h := range v.s.Redact.Headers {
+		redacted[strings.ToLower(h)] = true
+	}
+	for i, h := range v.s.Redact.AllowHeaders {
+		p := fmt.Sprintf("redact.allowHeaders[%d]", i)
+		name := strings.TrimSuffix(h, "*")
+		switch {
+		case !tokenRE.MatchString(name):
+			v.errorf(p, "invalid header name %q (a trailing * may stand for the rest of the name)", h)
+		case rd.SensitiveHeader(name) || redacted[strings.ToLower(h)]:
+			v.errorf(p, "%q names a header drill always redacts (see Redaction); it cannot be allowed", h)
+		}
+	}
+	for _, k := range v.s.Redact.QueryKeys {
+		redacted[strings.ToLower(k)] = true
+	}
+	for i, k := range v.s.Redact.AllowQueryKeys {
+		p := fmt.Sprintf("redact.allowQueryKeys[%d]", i)
+		switch {
+		case strings.TrimSpace(k) == "":
+			v.errorf(p, "a query key must not be empty")
+		case rd.SensitiveKey(k) || redacted[strings.ToLower(k)]:
+			v.errorf(p, "%q names a query key drill always redacts (see Redaction); it cannot be allowed", k)
+		}
+	}
+	for i, k := range v.s.Redact.AllowEnv {
+		p := fmt.Sprintf("redact.allowEnv[%d]", i)
+		switch {
+		case !envNameRE.MatchString(k):
+			v.errorf(p, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", k)
+		case redact.SensitiveEnvName(k):
+			v.errorf(p, "%q names a variable drill always redacts (see Redaction); it cannot be allowed", k)
+		}
+	}
 }

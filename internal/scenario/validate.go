@@ -120,6 +120,7 @@ func (s *Scenario) Validate() error {
 	v.assertions()
 	v.claims()
 	v.compare()
+	v.redaction()
 	v.references()
 	return v.errs.err(s.File)
 }
