@@ -1,26 +1,60 @@
 // Package drills is drill's own proof that it catches what it claims to
-// catch (docs/DESIGN.md §17): every shipped drill in scenarios/ has a
-// twin that differs only in the reference build it runs, and
-// TestDrillPairs runs a shortened variant of each pair
-// (testdata/scenarios/drills/) with the drill binary as a child process. The correct build must pass (exit 0); the naive build
-// must fail (exit 1) on the assertion the drill exists for:
+// catch (docs/DESIGN.md §17): every shipped drill in scenarios/ has a naive
+// twin, and TestDrillPairs runs a shortened variant of each pair
+// (testdata/scenarios/drills/) with the drill binary as a child process.
+// The correct build must pass (exit 0); the naive build must fail (exit 1)
+// on the assertion the drill exists for:
 //
 //   - orders-db-brownout: no-restarts, with evidence naming the liveness
 //     probe (HEALTH-ORD-001 MC-CF-01, INV-HLT-01, INC-3119);
 //   - payment-tax-brownout: auth-p99 (BULKHEAD-PAY-001 MC-RT-01, INV-BH-01,
 //     INC-4491);
 //   - orders-overload-routing: routed-through-overload or no-flaps, the
-//     readiness that queues behind the request pool (ADR 0077).
+//     readiness that queues behind the request pool (ADR 0077);
+//   - probe-tutorial-latency: no-restarts, with evidence naming the
+//     liveness probe (k8s-probes-cascading-outages-tutorial.md); its
+//     hardened run must also report the tutorial's two claimed times
+//     beside the measured ones and pass left-routing and back-in-routing.
+//
+// What a twin changes. Its stream, faults, timeline and assertions are
+// the correct drill's; it runs the reference service's naive build
+// (services[].build: naive) and, in three of the four pairs, the naive
+// build's probes too, as the incidents deployed them:
+//
+//   - payment-tax-brownout: the build only (both drills give payment-core
+//     the same inline probes).
+//   - orders-db-brownout: manifests/order-gateway-naive.yaml instead of
+//     order-gateway.yaml: one deep /health (a database query) for liveness
+//     and readiness, no startup probe, liveness every 3 s after 5 s with a
+//     1 s timeout and readiness every 3 s back after 1 success, against
+//     /healthz/live every 10 s with a 2 s timeout, /healthz/ready every
+//     5 s back after 2 successes and a startup probe. So the naive twin's
+//     liveness gives up after 3 x 3 s of a paused database, the timing
+//     of INC-3119.
+//   - orders-overload-routing: the same naive manifest instead of the
+//     correct drill's inline probes (/healthz/live and /healthz/ready
+//     every 10 s with a 5 s timeout, liveness after 6 failures, and a
+//     startup probe).
+//   - probe-tutorial-latency: manifests/probe-tutorial-api-naive.yaml
+//     instead of probe-tutorial-api.yaml: /health for both, no startup
+//     probe, liveness every 2 s after 5 s with a 1 s timeout against
+//     /healthz/live every 10 s with a 2 s timeout.
+//
+// The shortened variants keep the same differences with their own
+// manifests (testdata/scenarios/drills/manifests/), whose periods are
+// shorter still: the naive liveness every 1 s against the correct
+// build's every 2 s. A naive failure is thus the build and its probes
+// together; the payment pair alone isolates the build.
 //
 // An invalid measurement (exit 4, e.g. the load generator fell behind its
 // schedule) fails the test with drill's validity message: it is never taken
 // as a pass or as the naive build's failure.
 //
-// The six runs go one after another (about 5 minutes on a 2-core machine)
-// and need PostgreSQL's server binaries (initdb, postgres), found as drill
-// finds them: on PATH or in /usr/lib/postgresql/<version>/bin. Without them
-// the test skips, saying so, or under CI=true fails. -short skips them.
-// DRILL_DRILLS_KEEP=1 keeps every run's reports (run.json, junit.xml,
-// report.html, replica logs); a failed test keeps them anyway and logs
-// where.
+// The eight runs go one after another (about 6 minutes on a 2-core
+// machine) and need PostgreSQL's server binaries (initdb, postgres), found
+// as drill finds them: on PATH or in /usr/lib/postgresql/<version>/bin.
+// Without them the test skips, saying so, or under CI=true fails. -short
+// skips them. DRILL_DRILLS_KEEP=1 keeps every run's reports (run.json,
+// junit.xml, report.html, replica logs); a failed test keeps them anyway
+// and logs where.
 package drills
