@@ -231,15 +231,25 @@ func InGroup(g *placement.Group) PostgresOption {
 // postgresBinaries are the absolute paths of the server programs.
 type postgresBinaries struct{ initdb, postgres string }
 
+// debianPostgresRoot holds Debian's versioned PostgreSQL directories
+// (<version>/bin), which are not on PATH.
+const debianPostgresRoot = "/usr/lib/postgresql"
+
 // findPostgresBinaries looks on PATH, then in Debian's versioned directories
 // (highest version first).
 func findPostgresBinaries() (postgresBinaries, error) {
+	return findPostgresBinariesIn(debianPostgresRoot)
+}
+
+// findPostgresBinariesIn is findPostgresBinaries with Debian's root given
+// (tests use a directory of their own).
+func findPostgresBinariesIn(debianRoot string) (postgresBinaries, error) {
 	initdb, err1 := exec.LookPath("initdb")
 	server, err2 := exec.LookPath("postgres")
 	if err1 == nil && err2 == nil {
 		return postgresBinaries{initdb: initdb, postgres: server}, nil
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(filepath.Join(debianRoot, "*", "bin"))
 	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
 	for _, d := range dirs {
 		b := postgresBinaries{initdb: filepath.Join(d, "initdb"), postgres: filepath.Join(d, "postgres")}

@@ -157,26 +157,38 @@ func TestPostgresUnknownMode(t *testing.T) {
 
 func TestPostgresBinariesMissingNamesInstall(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	if _, err := os.Stat("/usr/lib/postgresql"); err == nil {
-		t.Skip("/usr/lib/postgresql exists: the fallback search would find the binaries")
-	}
-	_, err := StartPostgres(context.Background(), scenario.PostgresDep{Mode: scenario.PostgresBinaries}, nil)
+	_, err := findPostgresBinariesIn(t.TempDir())
 	if !errors.Is(err, ErrNoPostgres) || !strings.Contains(err.Error(), "apt-get install postgresql") {
 		t.Fatalf("want ErrNoPostgres naming the package, got %v", err)
 	}
 }
 
+// TestFindBinariesFallsBackToDebianDirs: with nothing on PATH, the
+// binaries are found in Debian's <root>/<version>/bin, the highest version
+// whose initdb and postgres are both executable first.
 func TestFindBinariesFallsBackToDebianDirs(t *testing.T) {
-	if _, err := os.Stat("/usr/lib/postgresql"); err != nil {
-		t.Skip("no /usr/lib/postgresql on this machine")
-	}
 	t.Setenv("PATH", t.TempDir())
-	b, err := findPostgresBinaries()
+	root := t.TempDir()
+	for dir, progs := range map[string][]string{
+		"13/bin": {"initdb", "postgres"},
+		"15/bin": {"initdb", "postgres"},
+		"17/bin": {"initdb"}, // half an install: skipped
+	} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range progs {
+			if err := os.WriteFile(filepath.Join(root, dir, p), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, err := findPostgresBinariesIn(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(b.initdb, "/usr/lib/postgresql/") {
-		t.Fatalf("initdb = %s", b.initdb)
+	if want := filepath.Join(root, "15", "bin", "initdb"); b.initdb != want || b.postgres != filepath.Join(root, "15", "bin", "postgres") {
+		t.Fatalf("found %+v, want %s and its postgres", b, want)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -162,27 +163,35 @@ func filter(r io.Reader, w io.Writer, slow time.Duration) ([]note, error) {
 	return notes, nil
 }
 
-// skipReason is the reason a skipped test logged: its output without the
-// framing lines go test adds (=== RUN, --- SKIP), the file:line prefix
-// dropped, joined into one line.
+// logLine matches the first line of a t.Log, t.Skip or t.Fatal message as
+// go test prints it: indented, then file.go:line: and the text.
+var logLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
+
+// skipReason is the reason a skipped test gave: its last t.Log-style
+// message (the t.Skip one), continuation lines joined, without the
+// file:line prefix. Output that is not such a message (a library printing
+// to stdout) is left out; a test that gave no message has "no reason
+// given".
 func skipReason(output []string) string {
-	var parts []string
+	var last []string
+	open := false // the last line read belongs to the message in last
 	for _, o := range output {
-		for _, l := range strings.Split(o, "\n") {
-			l = strings.TrimSpace(l)
-			if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- SKIP") {
-				continue
+		for _, l := range strings.Split(strings.TrimRight(o, "\n"), "\n") {
+			switch {
+			case logLine.MatchString(l):
+				last, open = []string{strings.TrimSpace(l[len(logLine.FindString(l)):])}, true
+			case open && strings.HasPrefix(l, "        ") && strings.TrimSpace(l) != "":
+				// t.Log indents a message's later lines by 8 spaces.
+				last = append(last, strings.TrimSpace(l))
+			default:
+				open = false
 			}
-			if i := strings.Index(l, ": "); i > 0 && strings.Contains(l[:i], ".go:") {
-				l = l[i+2:]
-			}
-			parts = append(parts, l)
 		}
 	}
-	if len(parts) == 0 {
+	if len(last) == 0 {
 		return "no reason given"
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(last, " ")
 }
 
 // appendNotes appends notes to path as JSON lines, creating it.

@@ -135,3 +135,30 @@ func TestRerunMarkerMatchesNeeds(t *testing.T) {
 		t.Fatalf("rerunMarker %q, needs.RerunMarker %q", rerunMarker, needs.RerunMarker)
 	}
 }
+
+func TestSkipReason(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		output []string
+		want   string
+	}{
+		{name: "one line", output: []string{"=== RUN   TestX\n", "    x_test.go:12: Docker engine missing: no socket\n", "--- SKIP: TestX (0.00s)\n"},
+			want: "Docker engine missing: no socket"},
+		{name: "a library's banner before it is left out", output: []string{"=== RUN   TestX\n",
+			"2026/12/06 15:43:34 github.com/testcontainers/testcontainers-go - Connected to docker: \n",
+			"  Server Version: 20.10.24\n",
+			"    x_test.go:197: image postgres:16-alpine is not present locally\n", "--- SKIP: TestX (0.01s)\n"},
+			want: "image postgres:16-alpine is not present locally"},
+		{name: "continuation lines joined", output: []string{"    x_test.go:5: first\n        second\n", "--- SKIP: TestX (0.00s)\n"},
+			want: "first second"},
+		{name: "the last message is the skip", output: []string{"    x_test.go:5: started a server\n", "    x_test.go:9: -short\n"},
+			want: "-short"},
+		{name: "none", output: []string{"=== RUN   TestX\n", "--- SKIP: TestX (0.00s)\n"}, want: "no reason given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := skipReason(tc.output); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
