@@ -613,12 +613,14 @@ func setDelta(row *Row) {
 
 // FormatDelta writes new-base in unit, signed, with the relative change
 // for latencies, rates and times ("+12ms (+25%)", "+0.30 pts", "+1",
-// "-0.5 s (-20%)").
+// "-0.5 s (-20%)"); a figure that grew tenfold or more has its change as a
+// factor of the baseline's instead of a percentage ("+2.94s (x108)",
+// "+5.0 s (x11.0)").
 func FormatDelta(unit string, base, new float64) string {
 	d := new - base
 	rel := ""
 	if base > 0 && unit != "ratio" && unit != "count" {
-		rel = " (" + signed(100*d/base, 0) + "%)"
+		rel = " (" + relative(base, new) + ")"
 	}
 	switch unit {
 	case "ms":
@@ -637,6 +639,24 @@ func FormatDelta(unit string, base, new float64) string {
 		return signed(d, 0)
 	}
 	return signed(d, 3) + rel
+}
+
+// factorFrom is the ratio new/base from which a change is written as a
+// factor: "+50487%" reads worse than "x506".
+const factorFrom = 10
+
+// relative writes the change from base (> 0) to new as a signed whole
+// percentage ("+25%", "-100%"), or from tenfold on as a factor ("x12.3",
+// "x506").
+func relative(base, new float64) string {
+	f := new / base
+	switch {
+	case f >= 100:
+		return fmt.Sprintf("x%.0f", f)
+	case f >= factorFrom:
+		return fmt.Sprintf("x%.1f", f)
+	}
+	return signed(100*(new-base)/base, 0) + "%"
 }
 
 func signed(v float64, prec int) string {

@@ -328,6 +328,14 @@ func TestFormatDelta(t *testing.T) {
 		{"req/s", 100, 90, "-10.0/s (-10%)"},
 		{"s", 4, 5.5, "+1.5 s (+38%)"},
 		{"count", 0, 2, "+2"},
+		// Tenfold and more: a factor, not thousands of percent.
+		{"ms", 10, 99, "+89.0ms (+890%)"},
+		{"ms", 10, 100, "+90.0ms (x10.0)"},
+		{"ms", 27.6, 3060, "+3.03s (x111)"},
+		{"ms", 10, 5058.7, "+5.05s (x506)"},
+		{"s", 0.5, 6, "+5.5 s (x12.0)"},
+		{"req/s", 2, 1000, "+998.0/s (x500)"},
+		{"ms", 500, 1, "-499ms (-100%)"},
 	} {
 		if got := FormatDelta(tc.unit, tc.base, tc.new); got != tc.want {
 			t.Errorf("FormatDelta(%s, %v, %v) = %q, want %q", tc.unit, tc.base, tc.new, got, tc.want)
