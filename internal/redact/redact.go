@@ -380,6 +380,19 @@ func (r *Redactor) AllowedEnv(name string) bool {
 	return r.rules().allowEnv[strings.ToUpper(strings.TrimSpace(name))] && !SensitiveEnvName(name)
 }
 
+// SecretEnvValue reports whether the value of environment variable name
+// is a secret to replace wherever it appears in free text (a known value
+// of the run): [Redactor.Env] redacts it, and either the name is
+// sensitive ([SensitiveEnvName]) or the value is at least
+// [MinUnnamedValueLen] bytes long. A value with ${...} references is not
+// (its expansion is another value).
+func (r *Redactor) SecretEnvValue(name, value string) bool {
+	if value == "" || strings.Contains(value, "${") || r.Env(name, value) != Redacted {
+		return false
+	}
+	return SensitiveEnvName(name) || len(value) >= MinUnnamedValueLen
+}
+
 // Harmless reports whether value carries no secret by its form alone: a
 // number of fewer than 12 digits (an optional sign, an optional decimal
 // point), a Go duration with units (250ms, 1h30m) or a boolean (true,

@@ -282,6 +282,23 @@ func TestEnvAllowList(t *testing.T) {
 			t.Errorf("Env(%s, %q) = %q, want %q", tc.name, tc.value, got, tc.want)
 		}
 	}
+	// Which redacted values are also replaced wherever they appear.
+	for _, tc := range []struct {
+		name, value string
+		want        bool
+	}{
+		{"DB_PASS", "pw1", true},
+		{"TENANT_SEAL", "s3al-v4lue", true},
+		{"MODE", "info", false},
+		{"LOG_LEVEL", "sixteen-chars-xx", false},
+		{"WORKERS", "123456789", false},
+		{"DB_PASSWORD", "${env.DB_PASSWORD}", false},
+		{"DATABASE_URL", "postgres://drill@${proxies.pg.addr}/drill", false},
+	} {
+		if got := r.SecretEnvValue(tc.name, tc.value); got != tc.want {
+			t.Errorf("SecretEnvValue(%s, %q) = %v, want %v", tc.name, tc.value, got, tc.want)
+		}
+	}
 }
 
 // TestQueryAllowList: a URL's query value is recorded only for a harmless

@@ -17,7 +17,6 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
-	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -79,10 +78,12 @@ func (r *run) prepareCompose(ctx context.Context) error {
 	return nil
 }
 
-// composeSecrets returns the values of the Compose file's sensitive
-// environment variables (redact.SensitiveEnvName: POSTGRES_PASSWORD,
-// API_TOKEN, ...) as the file writes them. The containers hold them, and
-// what the engine reports back (healthcheck outputs, kept in probe events)
+// composeSecrets returns the values of the Compose file's environment
+// variables that the scenario's redaction rules treat as secrets
+// (redact.Redactor.SecretEnvValue: POSTGRES_PASSWORD, API_TOKEN, ..., and
+// long enough values of variables no list names and the scenario does not
+// allow) as the file writes them. The containers hold them, and what the
+// engine reports back (healthcheck outputs, kept in probe events)
 // may echo them: they are secrets of the run like ${env.NAME} values. A
 // file that does not load gives none (validation reports it).
 func composeSecrets(s *scenario.Scenario) []string {
@@ -93,10 +94,11 @@ func composeSecrets(s *scenario.Scenario) []string {
 	if err != nil {
 		return nil
 	}
+	rules := s.Redactor()
 	var out []string
 	for _, svc := range p.Services {
 		for _, kv := range svc.Env {
-			if k, v, _ := strings.Cut(kv, "="); v != "" && redact.SensitiveEnvName(k) {
+			if k, v, _ := strings.Cut(kv, "="); rules.SecretEnvValue(k, v) {
 				out = append(out, v)
 			}
 		}

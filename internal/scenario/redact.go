@@ -58,12 +58,8 @@ func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 	}
 	env := func(vars map[string]string) {
 		for k, v := range vars {
-			switch {
-			case rules.Env(k, v) != redact.Redacted:
-			case redact.SensitiveEnvName(k):
+			if rules.SecretEnvValue(k, v) {
 				add(v)
-			default:
-				addUnnamed(v)
 			}
 		}
 	}
