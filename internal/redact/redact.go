@@ -340,6 +340,28 @@ func (r *Redactor) Query(key, value string) string {
 	return Redacted
 }
 
+// pathBase turns a request path into a URL the URL rules read.
+const pathBase = "http://h"
+
+// Path returns a request path with its query ("/ready?tenant=x") as drill
+// may record it: its query values as [Redactor.Query] keeps them, and the
+// text rules. A string not starting with "/" gets the text rules alone.
+func (r *Redactor) Path(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return r.Text(p)
+	}
+	return strings.TrimPrefix(r.Text(pathBase+p), pathBase)
+}
+
+// PathSecrets returns the values [Redactor.SecretsIn] finds in a request
+// path's query ("/ready?tenant=x").
+func (r *Redactor) PathSecrets(p string) []string {
+	if !strings.HasPrefix(p, "/") {
+		return r.SecretsIn(p)
+	}
+	return r.SecretsIn(pathBase + p)
+}
+
 // unescape returns s with its percent-encoding undone, or s when it has
 // none or a bad one.
 func unescape(s string) string {

@@ -340,6 +340,19 @@ func TestQueryAllowList(t *testing.T) {
 			t.Errorf("Text is not idempotent on %q: %q", got, again)
 		}
 	}
+	for _, tc := range []struct{ in, want string }{
+		{"/ready?seal=abc&page=2", "/ready?seal=REDACTED&page=2"},
+		{"/healthz", "/healthz"},
+		{"/x?token=t0k", "/x?token=REDACTED"},
+		{"relative?seal=abc", "relative?seal=abc"},
+	} {
+		if got := r.Path(tc.in); got != tc.want {
+			t.Errorf("Path(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := r.PathSecrets("/ready?seal=longsealvalue"); strings.Join(got, "|") != "longsealvalue" {
+		t.Errorf("PathSecrets = %q", got)
+	}
 	got := r.SecretsIn("http://h/x?seal=longsealvalue&short=abc&token=t0k&page=2")
 	if want := "longsealvalue|t0k"; strings.Join(got, "|") != want {
 		t.Errorf("SecretsIn = %q, want %s", got, want)

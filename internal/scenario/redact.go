@@ -97,6 +97,9 @@ func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 				for _, h := range p.HTTPGet.HTTPHeaders {
 					header(h.Name, h.Value)
 				}
+				for _, x := range rules.PathSecrets(p.HTTPGet.Path) {
+					add(x)
+				}
 			}
 		}
 	}
@@ -119,6 +122,7 @@ func (s *Scenario) Redactor(values ...string) *redact.Redactor {
 // password is empty) read REDACTED unless written only as references; env
 // values of services, setups and environment.compose.env go through r.Env;
 // commands and args of services, setups and exec probes through r.Args;
+// probe paths through r.Path (query values);
 // target bodies through r.Body (size and sha256 prefix); and every other
 // string through r.Text (URL userinfo, query values).
 // The timeline and the assertions are copied unchanged, so a redacted
@@ -200,6 +204,8 @@ func redactFields(r *redact.Redactor, dst, src any) {
 			d.Headers[k] = r.Header(k, v)
 		}
 		d.Body = r.Body(s.Body)
+	case *HTTPGetAction:
+		d.Path = r.Path(src.(HTTPGetAction).Path)
 	case *HTTPHeader:
 		s := src.(HTTPHeader)
 		d.Value = r.Header(s.Name, s.Value)

@@ -37,7 +37,7 @@ services:
         MIGRATE_TIMEOUT: 2m
     probes:
       readinessProbe:
-        httpGet: {path: /ready, httpHeaders: [{name: X-Api-Key, value: ` + canary + `}]}
+        httpGet: {path: "/ready?seal=` + canary + `&page=1", httpHeaders: [{name: X-Api-Key, value: ` + canary + `}]}
 streams:
   - name: s
     rate: 1/s
@@ -67,7 +67,7 @@ assertions:
 	}
 	for _, keep := range []string{`"LOG_LEVEL":"info"`, `"Accept":"text/plain"`, "page=2", `"username":"u"`, "postgres://REDACTED@127.0.0.1:1/db",
 		`"X-Region":"eu-west"`, `"WORKERS":"8"`, `"MIGRATE_TIMEOUT":"2m"`, `"X-Tenant-Seal":"REDACTED"`, `"TENANT_SEAL":"REDACTED"`,
-		`"SETUP_SEAL":"REDACTED"`, "x_seal=REDACTED", "https://REDACTED@127.0.0.1:1/y"} {
+		`"SETUP_SEAL":"REDACTED"`, "x_seal=REDACTED", "https://REDACTED@127.0.0.1:1/y", `"path":"/ready?seal=REDACTED\u0026page=1"`} {
 		if !bytes.Contains(b, []byte(keep)) {
 			t.Errorf("redacted scenario lacks %s: %s", keep, b)
 		}
