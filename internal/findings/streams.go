@@ -7,6 +7,7 @@ import (
 
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/routing"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -15,23 +16,33 @@ type failureKinds struct {
 	requests, failed int64
 	// shedService: 503 or 429 answered by the service itself.
 	shedService int64
-	// noEndpoint: 503 answered while the service had no ready endpoint
-	// (the Service's own answer), or, for a Service that balances per
-	// connection, a connection it refused then.
+	// noEndpoint: the Service's own 503 with no ready endpoint, or, for a
+	// Service that balances per connection, a connection it refused then.
 	noEndpoint int64
 	// perConn: the stream's Service balances per connection (it refuses
 	// connections when no endpoint is ready; its 503s are the replicas').
 	perConn    bool
 	badGateway int64 // 502: the Service could not reach the chosen replica
+	// marked: drill's local Service marked its own answers and the
+	// generator counted them (measure.ServiceAnswerHeader): they are told
+	// apart by who answered, not by time. byLocal counts them all.
+	marked     bool
+	byLocal    int64
 	timeouts   int64
 	connection int64 // refused or reset before a response
 	other      int64 // any other status >= 400 or transport error
 }
 
-// classify counts a stream's failures over [from, to) by kind. A second
-// whose middle falls in an interval with no ready endpoint counts its 503s
-// as the Service's "no endpoint" answer (buckets are per intended second,
-// so attribution is to the second).
+// classify counts a stream's failures over [from, to) by kind. Behind
+// drill's local Service balancing per request, each answer the Service gave
+// itself is known by its marker header ([measure.Bucket.ServiceAnswers]):
+// its 503 (no ready endpoint) and 502 (replica unreachable) are counted as
+// the Service's, every other status as the replicas'. Where no such count
+// exists (a load balancer drill does not run, or a record made before the
+// generator counted them), a second whose middle falls in an interval with
+// no ready endpoint counts its 503s as the Service's "no endpoint" answer
+// and every 502 is taken for the Service's (buckets are per intended
+// second, so attribution is to the second).
 func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 	var k failureKinds
 	s := c.in.Series[stream]
@@ -41,6 +52,7 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 	svc := c.serviceOf(stream)
 	unroutable := c.unroute[svc]
 	k.perConn = c.perConnection(svc)
+	local := c.routes[svc].Source == routing.LocalService && !k.perConn
 	for _, b := range s.Buckets {
 		if !b.Within(from, to) {
 			continue
@@ -55,13 +67,31 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 				break
 			}
 		}
+		marked := local && b.ServiceAnswersCounted
+		if marked {
+			k.marked = true
+			for code, n := range b.ServiceAnswers {
+				k.byLocal += n
+				switch code {
+				case 503:
+					k.noEndpoint += n
+				case 502:
+					k.badGateway += n
+				default:
+					k.other += n
+				}
+			}
+		}
 		for code, n := range b.Codes {
+			if marked {
+				n -= b.ServiceAnswers[code] // what the replicas answered
+			}
 			switch {
-			case code == 503 && inU && !k.perConn:
+			case code == 503 && inU && !k.perConn && !marked:
 				k.noEndpoint += n
 			case code == 503 || code == 429:
 				k.shedService += n
-			case code == 502:
+			case code == 502 && !marked:
 				k.badGateway += n
 			case code >= 400:
 				k.other += n
@@ -92,25 +122,40 @@ func (k failureKinds) text() string {
 		}
 	}
 	add(k.shedService, "shed with 503/429 by the service")
-	if k.perConn {
+	switch {
+	case k.marked:
+		add(k.noEndpoint, "answered 503 by the local Service (no ready endpoint)")
+		add(k.badGateway, "answered 502 by the local Service (replica unreachable)")
+	case k.perConn:
 		add(k.noEndpoint, "refused by the Service (no ready endpoint for a new connection)")
-	} else {
+	default:
 		add(k.noEndpoint, "answered 503 by the Service (no ready endpoint)")
 	}
-	add(k.badGateway, "answered 502 by the Service (replica unreachable)")
+	if !k.marked {
+		add(k.badGateway, "answered 502 by the Service (replica unreachable)")
+	}
 	add(k.timeouts, "timeouts")
 	add(k.connection, "connection errors")
 	add(k.other, "other errors")
-	return strings.Join(parts, ", ")
+	s := strings.Join(parts, ", ")
+	if k.marked && k.byLocal > 0 {
+		// Counted by the marker on each answer, not by time.
+		s += fmt.Sprintf("; drill's local Service answered %s of them itself", thousands(k.byLocal))
+	}
+	return s
 }
 
 func (k failureKinds) figures() []Figure {
-	return []Figure{
+	f := []Figure{
 		countFigure("requests", k.requests), countFigure("failed", k.failed),
 		countFigure("shed-by-service", k.shedService), countFigure("no-endpoint-503", k.noEndpoint),
 		countFigure("bad-gateway-502", k.badGateway), countFigure("timeouts", k.timeouts),
 		countFigure("connection-errors", k.connection), countFigure("other-errors", k.other),
 	}
+	if k.marked {
+		f = append(f, countFigure("answered-by-local-service", k.byLocal))
+	}
+	return f
 }
 
 // perConnection reports whether the local Service named svc balances per

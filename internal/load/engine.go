@@ -739,8 +739,12 @@ func (s *stream) record(r *vegeta.Result) {
 	}
 	if o.code == 0 {
 		o.errKind = classify(r.Error)
-	} else if r.Headers != nil && r.Headers.Get("Retry-After") != "" {
-		o.retryAfter = true
+	} else if r.Headers != nil {
+		o.retryAfter = r.Headers.Get("Retry-After") != ""
+		// Who answered travels with the answer (the local Service's
+		// marker header), whichever process sent the request; a map
+		// lookup by the canonical key, no allocation.
+		_, o.byService = r.Headers[measure.ServiceAnswerHeader]
 	}
 	if o.late {
 		if s.lateN.Add(1) == LateHookAfter && s.onLate != nil {
@@ -820,7 +824,9 @@ type StreamLive struct {
 	Requests, Failures int64
 	// ErrorRate is Failures/Requests over Window, 0..1.
 	ErrorRate float64
-	// Shed counts 503/429 responses over Window.
+	// Shed counts the 503/429 responses the service gave over Window
+	// (measure.Bucket.ShedCount: not those drill's local Service answered
+	// itself).
 	Shed int64
 	// LagP99 is the dispatch lag p99 over Window.
 	LagP99 time.Duration

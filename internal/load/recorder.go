@@ -91,14 +91,20 @@ func (r *recorder) bucket(off time.Duration) *measure.Bucket {
 	return s.dense
 }
 
+// newBucket returns an empty bucket for [start, start+width), from the
+// pool when it can. Every bucket of the recorder tells the local Service's
+// own answers apart (ServiceAnswersCounted).
 func (r *recorder) newBucket(start time.Duration) *measure.Bucket {
+	var b *measure.Bucket
 	if n := len(r.pool); n > 0 {
-		b := r.pool[n-1]
+		b = r.pool[n-1]
 		r.pool = r.pool[:n-1]
 		b.Reset(start, r.width)
-		return b
+	} else {
+		b = measure.NewBucket(start, r.width)
 	}
-	return measure.NewBucket(start, r.width)
+	b.ServiceAnswersCounted = true
+	return b
 }
 
 // outcome is one finished request, ready to record.
@@ -109,6 +115,9 @@ type outcome struct {
 	code       int           // 0: no response
 	errKind    string        // when code == 0
 	retryAfter bool          // the response carried Retry-After
+	// byService: drill's local Service gave the response itself
+	// (measure.ServiceAnswerHeader), not a replica.
+	byService bool
 	late       bool          // lag beyond the stream's budget
 }
 
@@ -128,7 +137,12 @@ func (r *recorder) record(o outcome) {
 		if o.code >= 200 && o.code < 400 {
 			b.OK++
 		}
-		if o.code == 503 || o.code == 429 {
+		if o.byService {
+			if b.ServiceAnswers == nil {
+				b.ServiceAnswers = map[int]int64{}
+			}
+			b.ServiceAnswers[o.code]++
+		} else if o.code == 503 || o.code == 429 {
 			measure.Record(b.Shed, o.latency)
 			if o.retryAfter {
 				b.ShedRetryAfter++
@@ -201,6 +215,7 @@ func (r *recorder) snapshot(from, to int64) []*measure.Bucket {
 		}
 		if b == nil {
 			b = measure.NewBucket(start, r.width)
+			b.ServiceAnswersCounted = true
 		}
 		out = append(out, b)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/measure"
 )
 
 // Proxy is a local Service: one port that spreads traffic round-robin
@@ -142,7 +143,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e, ok := p.pick()
 	if !ok {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Drill-Proxy", "no-endpoints")
+		w.Header().Set(measure.ServiceAnswerHeader, "no-endpoints")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(p.noEndpointsBody()))
 		return
@@ -191,6 +192,8 @@ func (p *Proxy) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.R
 		return p.answer(req, http.StatusBadGateway, "backend-error",
 			p.backendErrorBody(e.pod, err)), nil
 	}
+	// The marker says the Service answered: never a replica's.
+	delete(res.Header, measure.ServiceAnswerHeader)
 	return res, nil
 }
 
@@ -205,7 +208,8 @@ func (p *Proxy) backendErrorBody(pod string, err error) string {
 }
 
 // answer is a response of the Service itself (not of a backend), as
-// ServeHTTP writes them: status, X-Drill-Proxy reason, plain-text body.
+// ServeHTTP writes them: status, the reason in
+// [measure.ServiceAnswerHeader], plain-text body.
 func (p *Proxy) answer(req *http.Request, status int, reason, body string) *http.Response {
 	if req.Body != nil {
 		_ = req.Body.Close()
@@ -214,9 +218,9 @@ func (p *Proxy) answer(req *http.Request, status int, reason, body string) *http
 		Status:     strconv.Itoa(status) + " " + http.StatusText(status),
 		StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header{
-			"Content-Type":   {"text/plain; charset=utf-8"},
-			"X-Drill-Proxy":  {reason},
-			"Content-Length": {strconv.Itoa(len(body))},
+			"Content-Type":              {"text/plain; charset=utf-8"},
+			measure.ServiceAnswerHeader: {reason},
+			"Content-Length":            {strconv.Itoa(len(body))},
 		},
 		ContentLength: int64(len(body)),
 		Body:          io.NopCloser(strings.NewReader(body)),
@@ -290,6 +294,7 @@ func (p *Proxy) forward(e *endpoint, w http.ResponseWriter, r *http.Request) {
 		delete(h, k)
 	}
 	delete(h, "Proxy-Authenticate")
+	delete(h, measure.ServiceAnswerHeader) // the replica's answer, not the Service's
 	if c := res.Header["Connection"]; len(c) > 0 {
 		for _, v := range c {
 			for _, k := range strings.Split(v, ",") {
@@ -349,7 +354,7 @@ func (p *Proxy) bufferBody(w http.ResponseWriter, r *http.Request) bool {
 	if _, err := io.ReadFull(r.Body, b); err != nil {
 		// The client is most likely gone; if not, it learns why.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Drill-Proxy", "bad-request-body")
+		w.Header().Set(measure.ServiceAnswerHeader, "bad-request-body")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte("service " + p.service + ": read request body: " + err.Error() + "\n"))
 		return false
@@ -497,14 +502,19 @@ func (p *Proxy) newReverseProxy(pod, addr string) *httputil.ReverseProxy {
 		},
 		Transport:  p.tr,
 		BufferPool: bufPool,
-		ErrorLog:   slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		// The marker says the Service answered: never a replica's.
+		ModifyResponse: func(res *http.Response) error {
+			delete(res.Header, measure.ServiceAnswerHeader)
+			return nil
+		},
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
 			log.Debug("backend request failed", "err", err)
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Header().Set("X-Drill-Proxy", "backend-error")
+			w.Header().Set(measure.ServiceAnswerHeader, "backend-error")
 			w.WriteHeader(http.StatusBadGateway)
 			_, _ = w.Write([]byte(p.backendErrorBody(pod, err)))
 		},

@@ -16,6 +16,7 @@ type bucketJSON struct {
 	Requests       int64            `json:"requests"`
 	OK             int64            `json:"ok"`
 	Codes          map[int]int64    `json:"codes,omitempty"`
+	ServiceAnswers map[int]int64    `json:"serviceAnswers,omitempty"`
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	BytesIn        int64            `json:"bytesIn,omitempty"`
 	BytesOut       int64            `json:"bytesOut,omitempty"`
@@ -25,6 +26,8 @@ type bucketJSON struct {
 	Shed           string           `json:"shed,omitempty"`
 	ShedRetryAfter int64            `json:"shedRetryAfter,omitempty"`
 	Retries        int64            `json:"retries,omitempty"`
+	// ServiceAnswersCounted: see Bucket; absent in records made before.
+	ServiceAnswersCounted bool `json:"serviceAnswersCounted,omitempty"`
 }
 
 // MarshalJSON writes b compactly (see bucketJSON).
@@ -33,6 +36,7 @@ func (b *Bucket) MarshalJSON() ([]byte, error) {
 		Start: b.Start, Width: b.Width, Intended: b.Intended, Requests: b.Requests, OK: b.OK,
 		Codes: b.Codes, Errors: b.Errors, BytesIn: b.BytesIn, BytesOut: b.BytesOut,
 		Late: b.Late, ShedRetryAfter: b.ShedRetryAfter, Retries: b.Retries,
+		ServiceAnswers: b.ServiceAnswers, ServiceAnswersCounted: b.ServiceAnswersCounted,
 	}
 	var err error
 	if j.Latency, err = b.Latency.Encode(); err != nil {
@@ -59,6 +63,7 @@ func (b *Bucket) UnmarshalJSON(data []byte) error {
 		Start: j.Start, Width: j.Width, Intended: j.Intended, Requests: j.Requests, OK: j.OK,
 		Codes: j.Codes, Errors: j.Errors, BytesIn: j.BytesIn, BytesOut: j.BytesOut,
 		Late: j.Late, ShedRetryAfter: j.ShedRetryAfter, Retries: j.Retries,
+		ServiceAnswers: j.ServiceAnswers, ServiceAnswersCounted: j.ServiceAnswersCounted,
 	}
 	if b.Codes == nil {
 		b.Codes = map[int]int64{}

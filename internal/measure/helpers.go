@@ -42,8 +42,12 @@ func (b *Bucket) IntendedRate() float64 {
 	return float64(b.Intended) / b.Width.Seconds()
 }
 
-// ShedCount counts shed responses (503 and 429) in b.
-func (b *Bucket) ShedCount() int64 { return b.Codes[503] + b.Codes[429] }
+// ShedCount counts the responses the service shed (503 and 429) in b;
+// those drill's local Service answered itself ([Bucket.ServiceAnswers])
+// are not the service's shedding and are left out.
+func (b *Bucket) ShedCount() int64 {
+	return b.Codes[503] + b.Codes[429] - b.ServiceAnswers[503] - b.ServiceAnswers[429]
+}
 
 // Span returns the start of the first bucket and the end of the last one;
 // both 0 when s is empty.

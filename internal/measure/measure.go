@@ -65,6 +65,16 @@ const (
 	ErrOther = "other"
 )
 
+// ServiceAnswerHeader is the response header drill's local Service (the
+// request-level balancer of the local runtime, standing in for the
+// cluster's load balancer) puts on every answer it gives itself instead
+// of a replica's, and strips from the replicas' answers: its value says
+// why, "no-endpoints" (503: no ready endpoint) or "backend-error" (502:
+// the chosen replica could not be reached). The load generator reads it
+// from the response, whatever process it runs in, and counts those
+// answers in [Bucket.ServiceAnswers], apart from the service's own.
+const ServiceAnswerHeader = "X-Drill-Proxy"
+
 // GeneratorFailures counts b's requests that the generator itself failed
 // to send ([ErrGeneratorFiles]).
 func (b *Bucket) GeneratorFailures() int64 { return b.Errors[ErrGeneratorFiles] }
@@ -107,6 +117,16 @@ type Bucket struct {
 	OK int64
 	// Codes counts responses per HTTP status code.
 	Codes map[int]int64
+	// ServiceAnswers counts, per status code, the responses drill's local
+	// Service gave itself ([ServiceAnswerHeader]) rather than a replica: a
+	// part of Codes, never in Shed or ShedRetryAfter. Nil when there were
+	// none.
+	ServiceAnswers map[int]int64
+	// ServiceAnswersCounted says the generator told the local Service's
+	// own answers apart by [ServiceAnswerHeader] for this bucket (it does
+	// for every bucket it records); false in records made before it did,
+	// where ServiceAnswers is empty whoever answered.
+	ServiceAnswersCounted bool
 	// Errors counts requests without a response per kind (ErrTimeout, ...).
 	Errors map[string]int64
 	// BytesIn and BytesOut are body bytes received and sent.
@@ -117,9 +137,10 @@ type Bucket struct {
 	Lag *Hist
 	// Late counts requests whose lag exceeded the stream's budget.
 	Late int64
-	// Shed is the latency in µs of shed responses (503 and 429).
+	// Shed is the latency in µs of shed responses (503 and 429) of the
+	// service (not those in ServiceAnswers).
 	Shed *Hist
-	// ShedRetryAfter counts shed responses that carried Retry-After.
+	// ShedRetryAfter counts the Shed responses that carried Retry-After.
 	ShedRetryAfter int64
 	// Retries counts retry attempts (not included in Requests).
 	Retries int64
@@ -180,6 +201,13 @@ func (b *Bucket) mergeCounts(o *Bucket) {
 	for k, v := range o.Errors {
 		b.Errors[k] += v
 	}
+	if len(o.ServiceAnswers) > 0 && b.ServiceAnswers == nil {
+		b.ServiceAnswers = make(map[int]int64, len(o.ServiceAnswers))
+	}
+	for k, v := range o.ServiceAnswers {
+		b.ServiceAnswers[k] += v
+	}
+	b.ServiceAnswersCounted = b.ServiceAnswersCounted || o.ServiceAnswersCounted
 	b.BytesIn += o.BytesIn
 	b.BytesOut += o.BytesOut
 	b.Late += o.Late

@@ -75,6 +75,12 @@ func (b *Bucket) Clone() *Bucket {
 	for k, v := range b.Errors {
 		c.Errors[k] = v
 	}
+	if b.ServiceAnswers != nil {
+		c.ServiceAnswers = make(map[int]int64, len(b.ServiceAnswers))
+		for k, v := range b.ServiceAnswers {
+			c.ServiceAnswers[k] = v
+		}
+	}
 	if b.Latency != nil {
 		c.Latency = b.Latency.Clone()
 	}
@@ -91,8 +97,8 @@ func (b *Bucket) Clone() *Bucket {
 // to [start, start+width).
 func (b *Bucket) Reset(start, width time.Duration) {
 	lat, lag, shed := b.Latency, b.Lag, b.Shed
-	codes, errs := b.Codes, b.Errors
-	*b = Bucket{Start: start, Width: width, Latency: lat, Lag: lag, Shed: shed, Codes: codes, Errors: errs}
+	codes, errs, svc := b.Codes, b.Errors, b.ServiceAnswers
+	*b = Bucket{Start: start, Width: width, Latency: lat, Lag: lag, Shed: shed, Codes: codes, Errors: errs, ServiceAnswers: svc}
 	for _, h := range []**Hist{&b.Latency, &b.Lag, &b.Shed} {
 		if *h == nil {
 			*h = NewHist()
@@ -108,4 +114,5 @@ func (b *Bucket) Reset(start, width time.Duration) {
 		b.Errors = map[string]int64{}
 	}
 	clear(b.Errors)
+	clear(b.ServiceAnswers)
 }

@@ -134,7 +134,8 @@ type StreamLive struct {
 	IntendedRate float64 `json:"intendedRate"`
 	AchievedRate float64 `json:"achievedRate"`
 	// FailedRate and ShedRate: failed (status >= 400 or transport error)
-	// and shed (503/429) responses per second.
+	// and shed (503/429 of the service, not drill's local Service's own
+	// answers) responses per second.
 	FailedRate float64 `json:"failedRate"`
 	ShedRate   float64 `json:"shedRate"`
 	// P50 and P99 latency, LagP99 the generator's dispatch lag p99 and
