@@ -84,7 +84,10 @@ const (
 	// PodStarted: a container (re)started or a new pod appeared (Pod, Container, RestartCount).
 	PodStarted Kind = "pod-started"
 	// ContainerRestart: restartCount rose (Pod, Container, RestartCount,
-	// Reason e.g. "liveness probe failed", Probe, Logs).
+	// Reason e.g. "liveness probe failed", Probe, Logs). At is the
+	// restart's cause, not the new process (that is PodStarted): a probe
+	// kill when it was decided (the kubelet's Killing Event), a crash when
+	// the process exited; it may be earlier than events emitted before it.
 	ContainerRestart Kind = "container-restart"
 	// PodDeleted: a watched pod is gone (Pod, Reason).
 	PodDeleted Kind = "pod-deleted"
