@@ -174,7 +174,7 @@ func (s *Server) getState(w http.ResponseWriter, r *http.Request) {
 // getEvents streams Server-Sent Events: "hello" (the state as GET
 // /api/state has it), then "state" (every second and after each command),
 // "point" (a second of the plots), "event" (a timeline event) and "end"
-// (the outcome).
+// (the outcome and the plots as the run ended).
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {

@@ -2,9 +2,11 @@ package console
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/runner"
 )
 
 // chromium finds a headless-capable Chromium, or skips the test saying why.
@@ -33,14 +36,16 @@ func chromium(t *testing.T) string {
 // Chromium, watches the clock, plots and timeline update, starts and ends
 // the manual fault by clicking, adds an annotation, and checks in run.json
 // that the fault's window is the clicked one, the annotation is there and
-// cleanup was verified. With DRILL_CONSOLE_SCREENSHOT=FILE it saves a PNG
-// of the page mid-fault there.
+// cleanup was verified. The console closes when the run ends, as without
+// --ui-linger: the page keeps the verdict and the three plots as drawn at
+// the end. With DRILL_CONSOLE_SCREENSHOT=FILE it saves a PNG of the page
+// mid-fault there.
 func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 60 s drill in a browser")
 	}
 	exe := chromium(t)
-	d := startDrill(t, "browser.yaml", Options{})
+	d := startDrillClosing(t, "browser.yaml", Options{})
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -146,6 +151,28 @@ func TestConsoleInBrowser(t *testing.T) {
 	verdict := text("read the verdict", "verdict")
 
 	o := d.wait(t)
+	// The console has closed; the page still shows the last plots.
+	if resp, err := http.Get(d.url("/api/state")); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the console still answers after the run: %s", resp.Status)
+	}
+	run("let the page notice the console closed", chromedp.Sleep(1500*time.Millisecond))
+	var widths []int
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		widths, err = chromedp.Run(ctx, chromedp.Evaluate[[]int](`["latency", "throughput", "ready"].map(function (n) { var i = document.getElementById("plot-" + n); return i.complete ? i.naturalWidth : -1; })`))
+		if err != nil {
+			t.Fatalf("read the plots' widths: %v", err)
+		}
+		if !slices.Contains(widths, -1) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for i, n := range []string{"latency", "throughput", "ready"} {
+		if widths[i] <= 0 {
+			t.Errorf("after the run, with the console closed, plot %s is no image (naturalWidth %d; -1: still loading)", n, widths[i])
+		}
+	}
 	if o.res.Code != exitcode.OK && o.res.Code != exitcode.InvalidMeasurement {
 		t.Errorf("exit %d: %v", o.res.Code, o.err)
 	}
@@ -185,5 +212,113 @@ func TestConsoleInBrowser(t *testing.T) {
 	w, ok := rec.Plan.Window("fault:slow-db")
 	if !ok || w.Start != on || w.End != off {
 		t.Errorf("window fault:slow-db = [%s, %s), want the clicked [%s, %s)", w.Start, w.End, on, off)
+	}
+}
+
+// TestConsolePageLightInBrowser feeds a console's page in headless
+// Chromium four seconds of the run per second (no drill: the test sets
+// the console's state itself) and counts the page's plot fetches: the
+// plots are fetched every 5 s, not on every second's point; while the
+// tab is hidden nothing is fetched or redrawn, and when it shows again the
+// page draws the newest state and fetches the plots at once.
+func TestConsolePageLightInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Chromium for about 30 s")
+	}
+	exe := chromium(t)
+	srv, err := Listen(Options{})
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		_ = srv.Close(ctx)
+	})
+	// feed publishes the run at second n, as the console's follow loop
+	// does each second.
+	feed := func(n int) {
+		st := runner.State{Scenario: "light", RunID: "r1", Now: time.Duration(n) * time.Second, Duration: 600 * time.Second,
+			Phase: "run", Running: true,
+			Streams:  []runner.StreamLive{{Name: "orders", State: "running", IntendedRate: 100, AchievedRate: 100, P50: 3 * time.Millisecond, P99: 9 * time.Millisecond}},
+			Services: []runner.ServiceLive{{Name: "api", Ready: 2, Replicas: 2}}}
+		p := srv.live.setState(st)
+		srv.hub.publish("state", st)
+		srv.hub.publish("point", p)
+	}
+	second := 0
+	feedFor := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+			second++
+			feed(second)
+		}
+	}
+	feed(0)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.WindowSize(1400, 1100), chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 120*time.Second)
+	defer cancel()
+	eval := func(what, js string) int {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[int](js))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return v
+	}
+	const plotFetches = `performance.getEntriesByType("resource").filter(function (e) { return e.name.indexOf("/api/plots/") >= 0; }).length`
+	const clock = `Math.round(parseFloat(document.getElementById("clock").textContent))`
+	setVisibility := func(state string) {
+		t.Helper()
+		eval("set the tab "+state, `(function () {
+			Object.defineProperty(document, "visibilityState", { configurable: true, get: function () { return "`+state+`"; } });
+			document.dispatchEvent(new Event("visibilitychange"));
+			return 0;
+		})()`)
+	}
+
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(srv.URL()+"?token="+srv.Token())); err != nil {
+		t.Fatalf("open the console: %v", err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); eval("count the first plot fetches", plotFetches) < 3; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the page did not fetch its three plots on opening")
+		}
+	}
+
+	// 11 s of four points a second (44 points): the first fetch, then at
+	// most one every 5 s.
+	eval("clear the resource timings", `(performance.clearResourceTimings(), 0)`)
+	feedFor(11 * time.Second)
+	if n := eval("count the plot fetches", plotFetches); n < 3 || n > 9 {
+		t.Errorf("%d plot fetches over 11 s of %d points; want 3 to 9 (the three plots every 5 s)", n, second)
+	}
+
+	// Hidden: neither fetches nor redraws.
+	setVisibility("hidden")
+	shown := eval("read the clock", clock)
+	eval("clear the resource timings", `(performance.clearResourceTimings(), 0)`)
+	feedFor(7 * time.Second)
+	if n := eval("count the plot fetches while hidden", plotFetches); n != 0 {
+		t.Errorf("%d plot fetches while the tab was hidden; want 0", n)
+	}
+	if c := eval("read the clock while hidden", clock); c != shown {
+		t.Errorf("the clock was redrawn while the tab was hidden: %d s, then %d s", shown, c)
+	}
+
+	// Shown again: the newest state and the plots at once.
+	setVisibility("visible")
+	if c := eval("read the clock when shown", clock); c != second {
+		t.Errorf("the clock shows t+%d s when the tab shows again; want the newest, t+%d s", c, second)
+	}
+	for deadline := time.Now().Add(5 * time.Second); eval("count the plot fetches when shown", plotFetches) < 3; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the page did not fetch its plots when the tab showed again")
+		}
 	}
 }

@@ -34,6 +34,18 @@ type outcome struct {
 // testdata) with it; the console is closed when the test ends.
 func startDrill(t *testing.T, file string, opts Options) *drill {
 	t.Helper()
+	return runDrill(t, file, opts, false)
+}
+
+// startDrillClosing is startDrill with the console closed as soon as the
+// run is over, as `drill run --ui` without --ui-linger does.
+func startDrillClosing(t *testing.T, file string, opts Options) *drill {
+	t.Helper()
+	return runDrill(t, file, opts, true)
+}
+
+func runDrill(t *testing.T, file string, opts Options, closeOnEnd bool) *drill {
+	t.Helper()
 	sc, err := scenario.Load(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatalf("load %s: %v", file, err)
@@ -54,6 +66,11 @@ func startDrill(t *testing.T, file string, opts Options) *drill {
 			OnLive:   srv.Attach,
 		})
 		srv.Finish(res, err)
+		if closeOnEnd {
+			cctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = srv.Close(cctx)
+			stop()
+		}
 		d.done <- outcome{res, err}
 	}()
 	t.Cleanup(func() {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"gonum.org/v1/plot"
@@ -43,27 +44,54 @@ func (s *Server) getPlot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no plot "+name+" (latency.svg, throughput.svg, ready.svg)")
 		return
 	}
+	svg, err := s.plotSVG(name)
+	if err != nil {
+		s.log.Warn("console plot", "plot", name, "err", err)
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "image/svg+xml")
+	_, _ = w.Write(svg)
+}
+
+// plotSVG returns plot name ([PlotLatency], [PlotThroughput] or
+// [PlotReady]) of the points so far as SVG, rendered again only when a
+// newer point came in since its last rendering. Its error is the
+// rendering's.
+func (s *Server) plotSVG(name string) ([]byte, error) {
 	st, points, _, _ := s.live.snapshot()
 	last := -1.0
 	if len(points) > 0 {
 		last = points[len(points)-1].T
 	}
 	s.plots.mu.Lock()
-	svg, ok := s.plots.svgs[name]
-	if !ok || s.plots.at[name] != last {
-		var err error
-		svg, err = renderPlot(name, st, points)
-		if err != nil {
-			s.plots.mu.Unlock()
-			s.log.Warn("console plot", "plot", name, "err", err)
-			writeError(w, http.StatusInternalServerError, "render "+name+": "+err.Error())
-			return
-		}
-		s.plots.svgs[name], s.plots.at[name] = svg, last
+	defer s.plots.mu.Unlock()
+	if svg, ok := s.plots.svgs[name]; ok && s.plots.at[name] == last {
+		return svg, nil
 	}
-	s.plots.mu.Unlock()
-	w.Header().Set("Content-Type", "image/svg+xml")
-	_, _ = w.Write(svg)
+	svg, err := renderPlot(name, st, points)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", name, err)
+	}
+	s.plots.svgs[name], s.plots.at[name] = svg, last
+	return svg, nil
+}
+
+// finalPlots returns the three plots of the run as it ended, keyed by
+// their names without ".svg" (latency, throughput, ready), for the "end"
+// message: a page keeps them once the console has closed. A plot that
+// cannot be rendered is left out (and logged).
+func (s *Server) finalPlots() map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{PlotLatency, PlotThroughput, PlotReady} {
+		svg, err := s.plotSVG(name)
+		if err != nil {
+			s.log.Warn("console final plot", "plot", name, "err", err)
+			continue
+		}
+		out[strings.TrimSuffix(name, ".svg")] = string(svg)
+	}
+	return out
 }
 
 // renderPlot draws one plot of the points so far as SVG, fault windows

@@ -242,8 +242,17 @@ type Final struct {
 	Report string `json:"report,omitempty"`
 }
 
+// endMessage is the "end" event: the outcome, and the plots of the run as
+// it ended (SVG by plot name: latency, throughput, ready), so that the
+// page keeps showing them after the console has closed.
+type endMessage struct {
+	*Final
+	Plots map[string]string `json:"plots,omitempty"`
+}
+
 // Finish shows the run's outcome: the verdict, and report.html (served at
-// /report) when res.OutDir holds one.
+// /report) when res.OutDir holds one. The "end" message carries the last
+// plots too: without --ui-linger the console closes right after.
 func (s *Server) Finish(res runner.Result, runErr error) {
 	s.mu.Lock()
 	stop, done := s.stopLive, s.liveDone
@@ -265,7 +274,7 @@ func (s *Server) Finish(res runner.Result, runErr error) {
 	s.final = f
 	s.reportDir = res.OutDir
 	s.mu.Unlock()
-	s.hub.publish("end", f)
+	s.hub.publish("end", endMessage{Final: f, Plots: s.finalPlots()})
 }
 
 // verdictWord names an exit code as the summary does.

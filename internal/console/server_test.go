@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drillhq/drill/internal/runner"
 )
 
 func TestListenTokens(t *testing.T) {
@@ -154,5 +157,42 @@ func TestBeforeLoad(t *testing.T) {
 	}
 	if code, _ := d.do(t, http.MethodGet, "/?token=wrong", "", nil); code != http.StatusUnauthorized {
 		t.Errorf("GET /?token=wrong: %d, want 401", code)
+	}
+}
+
+// TestEndCarriesLastPlots: the "end" message carries the verdict and the
+// three plots of the run as it ended (what the page keeps once the
+// console has closed), rendered from the last second the console kept.
+func TestEndCarriesLastPlots(t *testing.T) {
+	s, err := Listen(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for n := range 5 {
+		s.live.setState(runner.State{Now: time.Duration(n) * time.Second, Duration: 5 * time.Second,
+			Streams:  []runner.StreamLive{{Name: "orders", IntendedRate: 50, AchievedRate: 50, P50: 2 * time.Millisecond, P99: 7 * time.Millisecond}},
+			Services: []runner.ServiceLive{{Name: "api", Ready: 1, Replicas: 2}}})
+	}
+	d := &drill{srv: s}
+	ev := d.events(t)
+	ev.waitFor(t, "hello", 5*time.Second, func(m sseMsg) bool { return m.name == "hello" })
+	s.Finish(runner.Result{Code: 1}, errors.New("1 assertion failed"))
+	m := ev.waitFor(t, "end", 5*time.Second, func(m sseMsg) bool { return m.name == "end" })
+	var end struct {
+		Final
+		Plots map[string]string `json:"plots"`
+	}
+	if err := json.Unmarshal(m.data, &end); err != nil {
+		t.Fatalf("end message: %v", err)
+	}
+	if end.Verdict != "FAIL" || end.Code != 1 || end.Error != "1 assertion failed" {
+		t.Errorf("end message outcome %+v; want FAIL, exit 1, its error", end.Final)
+	}
+	for name, legend := range map[string]string{"latency": "orders p99", "throughput": "orders completed", "ready": "api"} {
+		svg := end.Plots[name]
+		if !strings.Contains(svg, "<svg") || !strings.Contains(svg, legend) {
+			t.Errorf("end message plot %s: %d bytes, want an SVG with %q", name, len(svg), legend)
+		}
 	}
 }
