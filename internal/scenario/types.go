@@ -586,8 +586,9 @@ type Stream struct {
 // BasicAuth sets the Authorization header of every request of a stream to
 // "Basic " + base64(username:password) (RFC 7617). Take the credentials
 // from drill's environment with ${env.NAME} rather than writing them in
-// the scenario; the Authorization header and the password are redacted in
-// everything drill writes.
+// the scenario: the recorded scenario keeps the ${env.NAME} references as
+// written, a password written out reads REDACTED, and the values never
+// appear in anything drill writes.
 type BasicAuth struct {
 	// Username may use ${...} (e.g. ${env.API_USER}); required, without ':'.
 	Username string `yaml:"username" json:"username"`
@@ -601,9 +602,10 @@ type Target struct {
 	Method string `yaml:"method,omitempty" json:"method,omitempty"`
 	// URL is required, absolute (http://...), may use ${...}.
 	URL string `yaml:"url" json:"url"`
-	// Headers are sent on every request; values may use ${...}. The values
-	// of sensitive headers (see Redaction) are redacted in everything
-	// drill writes.
+	// Headers are sent on every request; values may use ${...}. Only the
+	// values of headers known to carry no secret (see Redaction:
+	// Content-Type, Accept, ..., redact.allowHeaders) are recorded; the
+	// others read REDACTED in everything drill writes.
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 	// Body is a Go text/template with {{.ID}} (unique per request),
 	// {{.Seq}} (sequence number) and {{.Time}} (RFC 3339 intended send
