@@ -14,20 +14,16 @@ import (
 	"github.com/drillhq/drill/internal/scenario"
 )
 
-// eventJudged are the assertion types judged from the event log alone.
-var eventJudged = map[scenario.AssertionType]bool{
-	scenario.AssertRestarts: true, scenario.AssertFlaps: true, scenario.AssertReady: true,
-	scenario.AssertUnroutable: true, scenario.AssertDetection: true,
-	scenario.AssertEndpointRemoval: true, scenario.AssertMetric: true,
-}
-
-// windowJudged are the assertion types judged on one stream's seconds
-// merged over a window (isolation: over the window and the baseline):
-// the console judges them live on running aggregates ([liveWindows]).
-// Recovery reads second by second and waits for the run's end.
-var windowJudged = map[scenario.AssertionType]bool{
-	scenario.AssertLatency: true, scenario.AssertErrorRate: true, scenario.AssertThroughput: true,
-	scenario.AssertShed: true, scenario.AssertIsolation: true,
+// liveJudging is how the console judges assertions of kind t while the
+// run lives, as the kind's spec declares it ([scenario.LiveAtEnd] for a
+// kind the registry does not know). A kind judged on seconds is merged
+// over its window (isolation: over the window and the baseline) as the
+// engine closes them ([liveWindows]).
+func liveJudging(t scenario.AssertionType) scenario.LiveJudging {
+	if sp, ok := scenario.AssertionSpecOf(t); ok {
+		return sp.Live
+	}
+	return scenario.LiveAtEnd
 }
 
 // Provisional is an assertion's verdict on the data so far.
@@ -42,7 +38,8 @@ type Provisional struct {
 	// window clipped to now; for a stream's latency, errors, throughput,
 	// shedding or isolation, to the seconds already closed); "pending"
 	// when the window has not started, none of its seconds has closed
-	// yet, or the assertion is judged only when the run ends (recovery).
+	// yet, or the assertion's kind is judged only when the run ends
+	// ([scenario.LiveAtEnd]: recovery).
 	Verdict string `json:"verdict"`
 	Figure  string `json:"figure,omitempty"`
 	Bound   string `json:"bound,omitempty"`
@@ -83,13 +80,13 @@ func (c *Control) Provisional() []Provisional {
 		switch {
 		case err == nil && w.Start >= now:
 			out[i].Message = "window not started"
-		case windowJudged[a.Type]:
+		case liveJudging(a.Type) == scenario.LiveOnSeconds:
 			c.tl.live.judge(live, a, win, &out[i])
-		case !eventJudged[a.Type]:
-			out[i].Message = "judged on the measured seconds when the run ends"
-		default:
+		case liveJudging(a.Type) == scenario.LiveOnEvents:
 			judge = append(judge, a)
 			judgeAt = append(judgeAt, i)
+		default:
+			out[i].Message = "judged when the run ends"
 		}
 	}
 	for j, rr := range assert.Judge(&p, judge, events, nil) {
@@ -142,7 +139,7 @@ type liveWindows struct {
 func newLiveWindows(sc *scenario.Scenario, p *plan.Plan) *liveWindows {
 	lw := &liveWindows{aggs: map[windowKey]*windowAgg{}}
 	for _, a := range sc.Assertions {
-		if !windowJudged[a.Type] || a.Stream == "" {
+		if liveJudging(a.Type) != scenario.LiveOnSeconds || a.Stream == "" {
 			continue
 		}
 		win := a.Window

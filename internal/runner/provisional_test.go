@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/scenario"
@@ -84,5 +85,59 @@ func TestLiveWindows(t *testing.T) {
 	}
 	if lw := newLiveWindows(&scenario.Scenario{Assertions: sc.Assertions[2:]}, p); lw != nil {
 		t.Errorf("aggregates for event-judged assertions only: %+v", lw)
+	}
+}
+
+// TestProvisionalJudgesAsTheKindSpecSays: the console's verdicts so far
+// follow each kind's declared live judging: a startup gate and restarts on
+// the events so far, a stream's latency on its closed seconds (none kept
+// here), recovery only when the run ends.
+func TestProvisionalJudgesAsTheKindSpecSays(t *testing.T) {
+	const svc, pod = "order-gateway", "order-gateway-0"
+	sec := time.Second
+	maxLat := scenario.Duration{Duration: 20 * time.Millisecond}
+	within := scenario.Duration{Duration: 10 * time.Second}
+	zero := 0
+	sc := &scenario.Scenario{Assertions: []scenario.Assertion{
+		{Name: "gate", Type: scenario.AssertStartupGate, Service: svc, Window: "run"},
+		{Name: "restarts", Type: scenario.AssertRestarts, Service: svc, Max: &zero, Window: "run"},
+		{Name: "p99", Type: scenario.AssertLatency, Stream: "orders", MaxLatency: &maxLat, Window: "run"},
+		{Name: "recovers", Type: scenario.AssertRecovery, Stream: "orders", MaxLatency: &maxLat, Within: &within, Window: "run"},
+	}}
+	evlog := &event.Log{}
+	for _, e := range []event.Event{
+		{At: -10 * sec, Kind: event.PodStarted, Service: svc, Pod: pod},
+		{At: -8 * sec, Kind: event.ProbeResult, Probe: event.ProbeStartup, Service: svc, Pod: pod, OK: false, Detail: "HTTP 503"},
+		{At: -6 * sec, Kind: event.ProbeResult, Probe: event.ProbeStartup, Service: svc, Pod: pod, OK: true},
+		{At: -6 * sec, Kind: event.PodReady, Service: svc, Pod: pod},
+	} {
+		evlog.Emit(e)
+	}
+	r := &run{
+		sc:    sc,
+		plan:  &plan.Plan{Duration: 60 * sec, Warmup: sec, Windows: []plan.Window{{Name: "run", Start: sec, End: 60 * sec}}},
+		clock: event.NewClockAt(time.Now().Add(-10 * sec)),
+		evlog: evlog,
+	}
+	c := &Control{tl: &timeline{r: r}}
+	got := map[string]Provisional{}
+	for _, p := range c.Provisional() {
+		got[p.Name] = p
+	}
+	for _, want := range []struct {
+		name, verdict, message string
+	}{
+		{"gate", "pass", "passed its startup gate"},
+		{"restarts", "pass", ""},
+		{"p99", "pending", "judged on the measured seconds when the run ends"},
+		{"recovers", "pending", "judged when the run ends"},
+	} {
+		p, ok := got[want.name]
+		switch {
+		case !ok:
+			t.Errorf("%s: no provisional verdict", want.name)
+		case p.Verdict != want.verdict || !strings.Contains(p.Message, want.message) || !p.Provisional:
+			t.Errorf("%s: %+v; want provisional %s, message with %q", want.name, p, want.verdict, want.message)
+		}
 	}
 }
