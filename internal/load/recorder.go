@@ -115,10 +115,10 @@ type outcome struct {
 	code       int           // 0: no response
 	errKind    string        // when code == 0
 	retryAfter bool          // the response carried Retry-After
+	late       bool          // lag beyond the stream's budget
 	// byService: drill's local Service gave the response itself
 	// (measure.ServiceAnswerHeader), not a replica.
 	byService bool
-	late       bool          // lag beyond the stream's budget
 }
 
 func (r *recorder) record(o outcome) {
