@@ -2,10 +2,13 @@ package localenv
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/findings"
+	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -13,7 +16,8 @@ import (
 // fault is on has its restart dated by the kill decision, inside the fault,
 // whether its process exits at once on SIGTERM or lingers for longer than
 // the rest of the fault; the start of the new process is its own event
-// (PodStarted), after the shutdown. The fault here is the span in which the
+// (PodStarted), after the shutdown, and the findings count the restart in
+// the fault. The fault here is the span in which the
 // liveness endpoint fails (6 s from the test's switch; two failures a
 // second apart kill); the bounds are generous: only the kill has to land
 // within 6 s of the switch.
@@ -67,6 +71,20 @@ func TestRestartDatedByKill(t *testing.T) {
 			}
 			if tc.linger > faultLen && started.At < faultOff {
 				t.Errorf("the new process started inside the fault although the old one lingered %s: %s", tc.linger, span)
+			}
+
+			// The findings count it in the fault, as a warning.
+			p := &plan.Plan{Scenario: "slow", Duration: started.At + 10*time.Second, Actions: []plan.Action{
+				{At: faultOn, Kind: plan.FaultOn, Target: "pg-pause"}, {At: faultOff, Kind: plan.FaultOff, Target: "pg-pause"}}}
+			var fd *findings.Finding
+			all := findings.Compute(findings.Input{Plan: p, Events: h.log.Events()})
+			for i := range all {
+				if all[i].Kind == findings.KindRestarts && all[i].Service == "slow" {
+					fd = &all[i]
+				}
+			}
+			if fd == nil || fd.Rule != findings.RuleRestartDuringFault || !strings.Contains(fd.Text, "1 during pg-pause") {
+				t.Errorf("restarts finding %+v: want the restart counted during pg-pause (%s)", fd, span)
 			}
 		})
 	}
