@@ -34,7 +34,7 @@ func TestRunPlacesTheSystemUnderTest(t *testing.T) {
 kind: Scenario
 metadata:
   name: placed
-`+tc.local+`timeline:
+` + tc.local + `timeline:
   duration: 1s
 dependencies:
   - name: stub
@@ -42,7 +42,7 @@ dependencies:
 services:
   - name: app
     command: [sh, -c, 'echo "cgroups:"; cat /proc/self/cgroup; exec sleep 300']
-`+tc.resources+`streams:
+` + tc.resources + `streams:
   - name: s
     targets:
       - url: ${dependencies.stub.url}/
