@@ -92,8 +92,10 @@ func WithResync(d time.Duration) KubeOption {
 //     (Container, RestartCount, Reason = lastState.terminated.reason, Probe
 //     = liveness or startup when a recent Event of the pod says that probe
 //     failed, Detail = exit code and that Event's message); At is when the
-//     kubelet's "Killing" Event that explains it was seen, else when the
-//     count rose;
+//     kubelet's "Killing" Event that explains it was seen, else, for a
+//     count that rose by one, when the observer first saw the container
+//     ended (terminated, or waiting with a last termination, e.g. in
+//     CrashLoopBackOff), else when the count rose;
 //   - [event.PodDeleted] on deletion (Reason "deleted", or "deleted while
 //     the watch was down" for a tombstone, or "replaced" when a pod of the
 //     same name comes back with a new UID, or "left selector");
@@ -140,6 +142,15 @@ type podState struct {
 	uid      types.UID
 	ready    bool
 	restarts map[string]int32 // container name -> restartCount
+	// ended: container name -> when the observer first saw it ended and
+	// not yet started again (terminated, or waiting with a last
+	// termination, e.g. in CrashLoopBackOff), at which restartCount.
+	ended map[string]endedAt
+}
+
+type endedAt struct {
+	at    time.Duration
+	count int32
 }
 
 type endpoint struct {
@@ -367,7 +378,7 @@ func (k *Kube) onPod(t *kubeTarget, p *corev1.Pod, initial bool, at time.Duratio
 	base := event.Event{At: at, Service: t.Service, Pod: p.Name, Address: p.Status.PodIP}
 	ready := podReady(p)
 	if st == nil {
-		st = &podState{uid: p.UID, restarts: map[string]int32{}}
+		st = &podState{uid: p.UID, restarts: map[string]int32{}, ended: map[string]endedAt{}}
 		t.pods[p.Name] = st
 		t.known[p.Name] = true
 		e := base
@@ -407,9 +418,22 @@ func (k *Kube) onPod(t *kubeTarget, p *corev1.Pod, initial bool, at time.Duratio
 			prev = 0
 		}
 		for n := prev + 1; n <= cs.RestartCount; n++ {
-			k.emit(k.restartEvent(t, base, cs, n, cs.RestartCount-prev))
+			e := k.restartEvent(t, base, cs, n, cs.RestartCount-prev)
+			// A crash is dated by its exit, as first seen, not by the new
+			// container after the back-off (a kill by its Killing Event,
+			// earlier still).
+			if x, ok := st.ended[cs.Name]; ok && cs.RestartCount == prev+1 && x.count == prev && x.at < e.At {
+				e.At = x.at
+			}
+			k.emit(e)
 		}
 		st.restarts[cs.Name] = cs.RestartCount
+		ended := cs.State.Terminated != nil || (cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil)
+		if x, ok := st.ended[cs.Name]; !ended {
+			delete(st.ended, cs.Name)
+		} else if !ok || x.count != cs.RestartCount {
+			st.ended[cs.Name] = endedAt{at: at, count: cs.RestartCount}
+		}
 	}
 }
 
