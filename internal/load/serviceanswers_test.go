@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/localenv"
 	"github.com/drillhq/drill/internal/measure"
@@ -95,5 +97,31 @@ func TestServiceAnswersCountedApart(t *testing.T) {
 		if tot.ShedRetryAfter != own {
 			t.Errorf("%s: ShedRetryAfter %d, want the replica's %d", name, tot.ShedRetryAfter, own)
 		}
+	}
+}
+
+// TestRecordReadsMarkerWithoutAllocating: reading the local Service's
+// marker off a response costs the recording no allocation (a lookup in the
+// header map the transport already parsed), for answers with and without
+// it, once the second's bucket exists.
+func TestRecordReadsMarkerWithoutAllocating(t *testing.T) {
+	s := &stream{clock: event.NewClock(), rec: newRecorder(time.Second, 0)}
+	s.budget.LateAfter = time.Hour
+	at := s.clock.Start().Add(100 * time.Millisecond)
+	byService := &vegeta.Result{Code: 503, Timestamp: at, Latency: time.Millisecond,
+		Headers: http.Header{measure.ServiceAnswerHeader: {"no-endpoints"}}}
+	shed := &vegeta.Result{Code: 503, Timestamp: at, Latency: time.Millisecond,
+		Headers: http.Header{"Retry-After": {"1"}}}
+	s.record(byService) // the bucket and its maps exist from here on
+	s.record(shed)
+	if n := testing.AllocsPerRun(200, func() { s.record(byService); s.record(shed) }); n != 0 {
+		t.Errorf("%v allocations per pair of recorded answers, want 0", n)
+	}
+	var b *measure.Bucket
+	s.rec.all(func(m *measure.Bucket) { b = m.Clone() })
+	if b.Codes[503] != b.Requests || b.ServiceAnswers[503] != b.Requests/2 || b.ShedCount() != b.Requests/2 ||
+		b.ShedRetryAfter != b.Requests/2 || b.Shed.TotalCount() != b.Requests/2 {
+		t.Errorf("%d requests: 503 %d, by the Service %d, shed %d (Retry-After %d, histogram %d); want half each",
+			b.Requests, b.Codes[503], b.ServiceAnswers[503], b.ShedCount(), b.ShedRetryAfter, b.Shed.TotalCount())
 	}
 }
