@@ -136,6 +136,7 @@ func (r *recorder) record(o outcome) {
 		b.Codes[o.code]++
 		if o.code >= 200 && o.code < 400 {
 			b.OK++
+			measure.Record(b.Success, o.latency)
 		}
 		if o.byService {
 			if b.ServiceAnswers == nil {

@@ -28,6 +28,8 @@ type bucketJSON struct {
 	Retries        int64            `json:"retries,omitempty"`
 	// ServiceAnswersCounted: see Bucket; absent in records made before.
 	ServiceAnswersCounted bool `json:"serviceAnswersCounted,omitempty"`
+	// Success is absent in records made before it was kept.
+	Success string `json:"success,omitempty"`
 }
 
 // MarshalJSON writes b compactly (see bucketJSON).
@@ -46,6 +48,9 @@ func (b *Bucket) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	if j.Shed, err = b.Shed.Encode(); err != nil {
+		return nil, err
+	}
+	if j.Success, err = b.Success.Encode(); err != nil {
 		return nil, err
 	}
 	return json.Marshal(j)
@@ -80,6 +85,9 @@ func (b *Bucket) UnmarshalJSON(data []byte) error {
 	}
 	if b.Shed, err = DecodeHist(j.Shed); err != nil {
 		return fmt.Errorf("decode bucket at %s shed: %w", j.Start, err)
+	}
+	if b.Success, err = DecodeHist(j.Success); err != nil {
+		return fmt.Errorf("decode bucket at %s success: %w", j.Start, err)
 	}
 	return nil
 }

@@ -144,6 +144,39 @@ type Bucket struct {
 	ShedRetryAfter int64
 	// Retries counts retry attempts (not included in Requests).
 	Retries int64
+	// Success is the latency in µs, from the intended send time, of the
+	// successful requests: those counted in OK (status 200-399). Its count
+	// equals OK in every bucket drill records; a record made before it was
+	// kept has it empty ([Bucket.SuccessRecorded]).
+	Success *Hist
+}
+
+// SuccessRecorded reports whether b's [Bucket.Success] holds the latency
+// of its successful requests: true when it counts exactly OK of them
+// (trivially when none succeeded), false for a bucket of a record made
+// before drill kept it (successes, but an empty histogram).
+func (b *Bucket) SuccessRecorded() bool {
+	var n int64
+	if b.Success != nil {
+		n = b.Success.TotalCount()
+	}
+	return n == b.OK
+}
+
+// SuccessLatency returns the latency histogram of b's successful requests
+// and true: [Bucket.Success] where it was recorded; for a bucket of an
+// older record in which every completed request succeeded (OK equals
+// Requests), its Latency, which then holds exactly those requests. It
+// returns false when they cannot be told apart: an older record's bucket
+// in which some requests failed.
+func (b *Bucket) SuccessLatency() (*Hist, bool) {
+	switch {
+	case b.SuccessRecorded():
+		return b.Success, true
+	case b.OK == b.Requests:
+		return b.Latency, true
+	}
+	return nil, false
 }
 
 // NewBucket returns an empty bucket; its histograms take memory from their
@@ -152,7 +185,7 @@ func NewBucket(start, width time.Duration) *Bucket {
 	return &Bucket{
 		Start: start, Width: width,
 		Codes: map[int]int64{}, Errors: map[string]int64{},
-		Latency: NewHist(), Lag: NewHist(), Shed: NewHist(),
+		Latency: NewHist(), Lag: NewHist(), Shed: NewHist(), Success: NewHist(),
 	}
 }
 
@@ -181,6 +214,7 @@ func (b *Bucket) Merge(o *Bucket) {
 	mergeHist(&b.Latency, o.Latency)
 	mergeHist(&b.Lag, o.Lag)
 	mergeHist(&b.Shed, o.Shed)
+	mergeHist(&b.Success, o.Success)
 }
 
 // mergeCounts adds o's counters (everything but Start, Width and the

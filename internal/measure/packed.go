@@ -24,7 +24,7 @@ func newPacked() *hdrhistogram.PackedHistogram {
 // Pack returns b in compact form. b is not modified.
 func Pack(b *Bucket) *Packed {
 	p := &Packed{b: Bucket{Start: b.Start, Width: b.Width,
-		Latency: b.Latency.PackedCopy(), Lag: b.Lag.PackedCopy(), Shed: b.Shed.PackedCopy()}}
+		Latency: b.Latency.PackedCopy(), Lag: b.Lag.PackedCopy(), Shed: b.Shed.PackedCopy(), Success: b.Success.PackedCopy()}}
 	p.b.mergeCounts(b)
 	return p
 }
@@ -51,13 +51,13 @@ func (p *Packed) Bucket() *Bucket { return p.b.Clone() }
 
 // Size is an estimate of p's memory in bytes (histogram storage only).
 func (p *Packed) Size() int {
-	return p.b.Latency.Size() + p.b.Lag.Size() + p.b.Shed.Size()
+	return p.b.Latency.Size() + p.b.Lag.Size() + p.b.Shed.Size() + p.b.Success.Size()
 }
 
 // Pack turns b's histograms into their packed form in place ([Hist.Pack]):
 // for a bucket that will receive no more values but is kept.
 func (b *Bucket) Pack() {
-	for _, h := range []*Hist{b.Latency, b.Lag, b.Shed} {
+	for _, h := range []*Hist{b.Latency, b.Lag, b.Shed, b.Success} {
 		if h != nil {
 			h.Pack()
 		}
@@ -90,16 +90,19 @@ func (b *Bucket) Clone() *Bucket {
 	if b.Shed != nil {
 		c.Shed = b.Shed.Clone()
 	}
+	if b.Success != nil {
+		c.Success = b.Success.Clone()
+	}
 	return &c
 }
 
 // Reset empties b in place (histograms are kept and cleared) and moves it
 // to [start, start+width).
 func (b *Bucket) Reset(start, width time.Duration) {
-	lat, lag, shed := b.Latency, b.Lag, b.Shed
+	lat, lag, shed, ok := b.Latency, b.Lag, b.Shed, b.Success
 	codes, errs, svc := b.Codes, b.Errors, b.ServiceAnswers
-	*b = Bucket{Start: start, Width: width, Latency: lat, Lag: lag, Shed: shed, Codes: codes, Errors: errs, ServiceAnswers: svc}
-	for _, h := range []**Hist{&b.Latency, &b.Lag, &b.Shed} {
+	*b = Bucket{Start: start, Width: width, Latency: lat, Lag: lag, Shed: shed, Success: ok, Codes: codes, Errors: errs, ServiceAnswers: svc}
+	for _, h := range []**Hist{&b.Latency, &b.Lag, &b.Shed, &b.Success} {
 		if *h == nil {
 			*h = NewHist()
 		} else {

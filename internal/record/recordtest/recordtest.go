@@ -220,6 +220,7 @@ func Series(o Options) map[string]*measure.Series {
 			default:
 				b.Codes[200]++
 				b.OK++
+				measure.Record(b.Success, lat)
 			}
 		}
 		if s == 50 { // one late straggler
@@ -244,7 +245,9 @@ func Series(o Options) map[string]*measure.Series {
 				t.Errors[measure.ErrTimeout]++
 				measure.Record(t.Latency, 5*sec)
 			default:
-				measure.Record(t.Latency, 30*ms+time.Duration(k%50)*ms)
+				d := 30*ms + time.Duration(k%50)*ms
+				measure.Record(t.Latency, d)
+				measure.Record(t.Success, d)
 				t.Codes[200]++
 				t.OK++
 			}
