@@ -22,7 +22,7 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("trend page: %v", err)
 	}
 	code, _, stderr = drill(t, "history", "--last", "2", "--out", out, "testdata/runs/orders-db-brownout-short")
-	if code != 1 || !strings.Contains(stderr, "regression: stream orders after-recovery p99: p99 5.68ms -> 12.4ms") {
+	if code != 1 || !strings.Contains(stderr, "regression: stream orders after-recovery ok-p99: p99 of successful requests 5.68ms -> 12.4ms") {
 		t.Fatalf("--last 2: exit %d, stderr:\n%s", code, stderr)
 	}
 	// Nights 2 and 3 differ by 6.75ms in after-recovery p99 (5.68ms -> 12.4ms), a regression by the default 5ms slack; --p99-slack widens it.

@@ -1,7 +1,7 @@
 // Package compare sets a run beside a baseline run of the same scenario
 // (docs/DESIGN.md §14): per assertion its figure, bound and
-// verdict; per stream and window its rate, p50, p90, p99, error rate and
-// shed rate; per finding its times and counts (detection, unroutable
+// verdict; per stream and window its rate, the p50, p90 and p99 of its
+// successful requests, error rate and shed rate; per finding its times and counts (detection, unroutable
 // time, recovery, restarts). Each figure gets its delta and, where a rule
 // applies, a regression judgement ([Rules]).
 //
@@ -53,10 +53,14 @@ type RunInfo struct {
 
 // Value is one side of a compared figure: Value in the row's Unit
 // ("ms", "ratio", "req/s", "s", "count"; -1 for a time that never came),
-// Text as printed.
+// Text as printed. Missing says why a run has no such figure although the
+// row applies to it ("not recorded": a record made before drill kept the
+// latency of successful requests; "none succeeded"); Value is then 0 and
+// the row gets no delta and no judgement.
 type Value struct {
-	Value float64 `json:"value"`
-	Text  string  `json:"text"`
+	Value   float64 `json:"value"`
+	Text    string  `json:"text"`
+	Missing string  `json:"missing,omitempty"`
 }
 
 // Row is one compared figure.
@@ -295,7 +299,47 @@ func assertionRows(base, new *record.Run, rules Rules) []AssertionRow {
 // WindowStats are a stream's figures over one window.
 type WindowStats struct {
 	Stream, Window string
-	Stats          assert.StreamStats
+	// Stats are over every completed request, failed ones included.
+	Stats assert.StreamStats
+	// Success is the latency of the successful requests alone.
+	Success SuccessLatency
+}
+
+// SuccessLatency is the latency of a stream window's successful requests
+// (status 200-399), from their intended send times.
+type SuccessLatency struct {
+	// Recorded is false when a second of the window cannot tell it: one of
+	// a record made before drill kept it, in which some requests failed
+	// ([measure.Bucket.SuccessLatency]).
+	Recorded bool
+	// Count is the number of successful requests; P50, P90 and P99 their
+	// percentiles (0 when Count is 0).
+	Count         int64
+	P50, P90, P99 time.Duration
+}
+
+// successOf reads the latency of the successful requests of the seconds
+// of s that lie wholly inside [from, to) (the seconds [measure.Series.Window]
+// merges), second by second, so an older record's seconds without
+// failures count (their latency is their successes') and one with
+// failures leaves the window not recorded.
+func successOf(s *measure.Series, from, to time.Duration) SuccessLatency {
+	acc := measure.NewBucket(from, to-from)
+	for _, b := range s.Buckets {
+		if !b.Within(from, to) {
+			continue
+		}
+		h, ok := b.SuccessLatency()
+		if !ok {
+			return SuccessLatency{}
+		}
+		acc.Merge(&measure.Bucket{OK: b.OK, Success: h})
+	}
+	out := SuccessLatency{Recorded: true, Count: acc.OK}
+	if out.Count > 0 {
+		out.P50, out.P90, out.P99 = measure.Quantile(acc.Success, 50), measure.Quantile(acc.Success, 90), measure.Quantile(acc.Success, 99)
+	}
+	return out
 }
 
 // StreamWindows summarises each stream of run over each plan window (run
@@ -332,7 +376,7 @@ func StreamWindows(run *record.Run) []WindowStats {
 			if b.Requests == 0 && b.Intended == 0 {
 				continue
 			}
-			out = append(out, WindowStats{Stream: n, Window: w.Name, Stats: assert.Stats(b)})
+			out = append(out, WindowStats{Stream: n, Window: w.Name, Stats: assert.Stats(b), Success: successOf(s, w.Start, end)})
 		}
 	}
 	return out
@@ -352,29 +396,57 @@ func loadEnd(run *record.Run) (time.Duration, bool) {
 	return 0, false
 }
 
-// StreamFigures lists the figures of a stream window in table order, as
-// (name, unit, value, text).
-func StreamFigures(s assert.StreamStats) []Figure {
+// Names of the latency figures of a stream window: percentiles of the
+// successful requests alone. A percentile over failed requests too would
+// move with the error rate (a run whose failures are fast 503s would look
+// faster), so compare never sets one run's beside another's; the error
+// rate is its own figure.
+const (
+	FigureOKP50 = "ok-p50"
+	FigureOKP90 = "ok-p90"
+	FigureOKP99 = "ok-p99"
+)
+
+// StreamFigures lists the figures of a stream window in table order:
+// rate, the p50, p90 and p99 of the successful requests' latency
+// ([FigureOKP50], ...; Missing "not recorded" or "none succeeded" where a
+// run has none), error rate and shed rate.
+func StreamFigures(w WindowStats) []Figure {
+	s := w.Stats
 	shed := 0.0
 	if s.Requests > 0 {
 		shed = float64(s.Shed) / float64(s.Requests)
 	}
+	lat := func(name string, d time.Duration) Figure {
+		switch {
+		case !w.Success.Recorded:
+			return Figure{Name: name, Unit: "ms", Text: "not recorded", Missing: "not recorded"}
+		case w.Success.Count == 0:
+			return Figure{Name: name, Unit: "ms", Text: "none succeeded", Missing: "none succeeded"}
+		}
+		return Figure{Name: name, Unit: "ms", Value: ms(d), Text: assert.FormatDuration(d)}
+	}
 	return []Figure{
-		{"rate", "req/s", s.Rate, fmt.Sprintf("%.1f/s", s.Rate)},
-		{"p50", "ms", ms(s.P50), assert.FormatDuration(s.P50)},
-		{"p90", "ms", ms(s.P90), assert.FormatDuration(s.P90)},
-		{"p99", "ms", ms(s.P99), assert.FormatDuration(s.P99)},
-		{"error-rate", "ratio", s.ErrorRate, assert.FormatPercent(s.ErrorRate)},
-		{"shed-rate", "ratio", shed, assert.FormatPercent(shed)},
+		{Name: "rate", Unit: "req/s", Value: s.Rate, Text: fmt.Sprintf("%.1f/s", s.Rate)},
+		lat(FigureOKP50, w.Success.P50),
+		lat(FigureOKP90, w.Success.P90),
+		lat(FigureOKP99, w.Success.P99),
+		{Name: "error-rate", Unit: "ratio", Value: s.ErrorRate, Text: assert.FormatPercent(s.ErrorRate)},
+		{Name: "shed-rate", Unit: "ratio", Value: shed, Text: assert.FormatPercent(shed)},
 	}
 }
 
-// Figure is one named figure with its unit, value and text.
+// Figure is one named figure with its unit, value and text; Missing says
+// why a run lacks it (see [Value]).
 type Figure struct {
 	Name, Unit string
 	Value      float64
 	Text       string
+	Missing    string
 }
+
+// value is f as one side of a row.
+func (f Figure) value() *Value { return &Value{Value: f.Value, Text: f.Text, Missing: f.Missing} }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
@@ -382,29 +454,45 @@ func streamRows(base, new *record.Run, rules Rules) []Row {
 	type key struct{ stream, window, fig string }
 	baseVals := map[key]Figure{}
 	for _, w := range StreamWindows(base) {
-		for _, f := range StreamFigures(w.Stats) {
+		for _, f := range StreamFigures(w) {
 			baseVals[key{w.Stream, w.Window, f.Name}] = f
 		}
 	}
 	seen := map[key]bool{}
 	rows := []Row{}
+	errRate := map[key]int{} // stream window -> its error-rate row
 	for _, w := range StreamWindows(new) {
-		for _, f := range StreamFigures(w.Stats) {
+		for _, f := range StreamFigures(w) {
 			k := key{w.Stream, w.Window, f.Name}
 			seen[k] = true
-			row := Row{Subject: w.Stream, Window: w.Window, Figure: f.Name, Unit: f.Unit, New: &Value{f.Value, f.Text}}
+			row := Row{Subject: w.Stream, Window: w.Window, Figure: f.Name, Unit: f.Unit, New: f.value()}
 			if b, ok := baseVals[k]; ok {
-				row.Base = &Value{b.Value, b.Text}
-				setDelta(&row)
-				judgeStream(&row, rules)
+				row.Base = b.value()
+				if b.Missing == "" && f.Missing == "" {
+					setDelta(&row)
+					judgeStream(&row, rules)
+				}
+			}
+			if f.Name == "error-rate" {
+				errRate[key{w.Stream, w.Window, ""}] = len(rows)
 			}
 			rows = append(rows, row)
 		}
 	}
+	// A latency regression of the successful requests says beside it how
+	// the error rate changed: together they say what the users saw.
+	for i, r := range rows {
+		if r.Figure != FigureOKP99 || r.Judgement != Regression {
+			continue
+		}
+		if j, ok := errRate[key{r.Subject, r.Window, ""}]; ok && rows[j].Base != nil {
+			rows[i].Why += fmt.Sprintf("; error rate %s -> %s beside it", rows[j].Base.Text, rows[j].New.Text)
+		}
+	}
 	for _, w := range StreamWindows(base) {
-		for _, f := range StreamFigures(w.Stats) {
+		for _, f := range StreamFigures(w) {
 			if !seen[key{w.Stream, w.Window, f.Name}] {
-				rows = append(rows, Row{Subject: w.Stream, Window: w.Window, Figure: f.Name, Unit: f.Unit, Base: &Value{f.Value, f.Text}})
+				rows = append(rows, Row{Subject: w.Stream, Window: w.Window, Figure: f.Name, Unit: f.Unit, Base: f.value()})
 			}
 		}
 	}
@@ -412,15 +500,16 @@ func streamRows(base, new *record.Run, rules Rules) []Row {
 }
 
 // judgeStream applies the p99 and error-rate rules to a row with both
-// sides.
+// sides. The p99 rule judges the p99 of the successful requests
+// ([FigureOKP99]).
 func judgeStream(row *Row, rules Rules) {
 	b, n := row.Base.Value, row.New.Value
 	switch row.Figure {
-	case "p99":
+	case FigureOKP99:
 		row.Rule, row.Judgement = RuleP99, OK
 		if worse(b, n, rules.P99Increase, ms(rules.P99Slack)) {
 			row.Judgement = Regression
-			row.Why = fmt.Sprintf("p99 %s -> %s, %s, beyond %s and %s", row.Base.Text, row.New.Text, row.DeltaText,
+			row.Why = fmt.Sprintf("p99 of successful requests %s -> %s, %s, beyond %s and %s", row.Base.Text, row.New.Text, row.DeltaText,
 				pct(rules.P99Increase), fmtDur(rules.P99Slack))
 		}
 	case "error-rate":
@@ -536,10 +625,10 @@ func findingRows(base, new *record.Run, rules Rules) []Row {
 			n, hasN = findings.Figure{Name: k.fig, Value: 0, Unit: "s", Text: "0.0 s"}, true
 		}
 		if hasB {
-			row.Unit, row.Base = b.Unit, &Value{b.Value, b.Text}
+			row.Unit, row.Base = b.Unit, &Value{Value: b.Value, Text: b.Text}
 		}
 		if hasN {
-			row.Unit, row.New = n.Unit, &Value{n.Value, n.Text}
+			row.Unit, row.New = n.Unit, &Value{Value: n.Value, Text: n.Text}
 		}
 		if hasB && hasN {
 			if row.Base.Value >= 0 && row.New.Value >= 0 {
@@ -676,7 +765,7 @@ func seconds(v float64) string { return fmt.Sprintf("%.1f s", v) }
 func SetDelta(row *Row) { setDelta(row) }
 
 // JudgeStream applies the p99 and error-rate rules to a stream row whose
-// sides are both set (Figure "p99" or "error-rate"; others stay
+// sides are both set (Figure [FigureOKP99] or "error-rate"; others stay
 // [NotJudged]).
 func JudgeStream(row *Row, rules Rules) { judgeStream(row, rules) }
 

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/exitcode"
+	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
 	"github.com/drillhq/drill/internal/scenario"
@@ -125,7 +127,7 @@ func TestGoldenNaiveForced(t *testing.T) {
 	}
 	var rules []string
 	rules = append(rules, rep.Regressions...)
-	for _, want := range []string{"stream card-auth fault:tax-brownout p99", "stream card-auth fault:tax-brownout error-rate", "restarts payment-core restarts", "assertion auth-p99-during-brownout"} {
+	for _, want := range []string{"stream card-auth fault:tax-brownout ok-p99", "stream card-auth fault:tax-brownout error-rate", "restarts payment-core restarts", "assertion auth-p99-during-brownout"} {
 		if !strings.Contains(strings.Join(rules, "\n"), want) {
 			t.Errorf("regressions lack %q:\n%s", want, strings.Join(rules, "\n"))
 		}
@@ -137,6 +139,70 @@ func TestGoldenNaiveForced(t *testing.T) {
 	if err := json.Unmarshal(js, &back); err != nil || len(back.Regressions) != len(rep.Regressions) {
 		t.Fatalf("JSON does not read back: %v", err)
 	}
+}
+
+// TestGoldenFastFailuresAreNotFaster: a baseline whose card-auth requests
+// mostly failed fast during the fault (100 of each second's 140 answered
+// 503 in 1 ms) has a lower p99 over every request than a run in which all
+// of them succeeded, with the same slow tail of successes. Over every
+// request the second run would read as a p99 regression; compared on the
+// successful requests it is none, and the error rate beside it fell from
+// 71 % to 0.
+func TestGoldenFastFailuresAreNotFaster(t *testing.T) {
+	t.Parallel()
+	// During the fault 2 of each second's 140 card-auth requests would take
+	// 45 ms, the rest 8-28 ms; failFast answers 100 of them (one of the
+	// slow two among them) 503 in 1 ms.
+	during := func(failFast bool) *record.Run {
+		run := recordtest.Run(recordtest.Options{Scale: 10})
+		for i, b := range run.Series["card-auth"].Buckets {
+			if b.Start < recordtest.FaultOn || b.Start >= recordtest.FaultOff {
+				continue
+			}
+			nb := measure.NewBucket(b.Start, b.Width)
+			nb.Intended = b.Intended
+			for k := range int(b.Requests) {
+				nb.Requests++
+				measure.Record(nb.Lag, 100*time.Microsecond)
+				if failFast && (k/10)%10 < 6 {
+					nb.Codes[503]++
+					measure.Record(nb.Latency, time.Millisecond)
+					measure.Record(nb.Shed, time.Millisecond)
+					continue
+				}
+				lat := 8*time.Millisecond + time.Duration(k%100)*200*time.Microsecond
+				if k%50 == 49 {
+					lat = 45 * time.Millisecond
+				}
+				nb.Codes[200]++
+				nb.OK++
+				measure.Record(nb.Latency, lat)
+				measure.Record(nb.Success, lat)
+			}
+			run.Series["card-auth"].Buckets[i] = nb
+		}
+		run.Rejudge()
+		return saved(t, run)
+	}
+	naive, hardened := during(true), during(false)
+
+	win, _ := hardened.Plan.Window("fault:tax-brownout")
+	allBase := assert.Stats(naive.Series["card-auth"].Window(win.Start, win.End))
+	allNew := assert.Stats(hardened.Series["card-auth"].Window(win.Start, win.End))
+	if allNew.P99 < allBase.P99+5*time.Millisecond || float64(allNew.P99) < 1.2*float64(allBase.P99) {
+		t.Fatalf("p99 over every request %s -> %s: the case needs the hardened run to look slower", allBase.P99, allNew.P99)
+	}
+	rep, err := Runs(naive, hardened, Options{Rules: DefaultRules(), BasePath: "naive/run.json", NewPath: "hardened/run.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Streams {
+		if r.Judgement == Regression {
+			t.Errorf("stream %s %s %s judged a regression: %s", r.Subject, r.Window, r.Figure, r.Why)
+		}
+	}
+	text, _ := render(t, rep)
+	golden(t, "fast-failures.txt", text)
 }
 
 // TestGoldenRealRuns: two recorded CI-size runs of the short orders
@@ -234,16 +300,16 @@ func TestRules(t *testing.T) {
 		base, new float64
 		want      string
 	}{
-		{"p99 +25% and +10ms", def, "p99", "ms", 40, 50, Regression},
-		{"p99 +25% but only +2.5ms", def, "p99", "ms", 10, 12.5, OK},
-		{"p99 +10ms but only +10%", def, "p99", "ms", 100, 110, OK},
-		{"p99 better", def, "p99", "ms", 100, 50, OK},
-		{"p99 +100% +40ms within loose rules", loose, "p99", "ms", 40, 80, OK},
-		{"p99 tripled beyond loose rules", loose, "p99", "ms", 40, 120, Regression},
+		{"p99 +25% and +10ms", def, FigureOKP99, "ms", 40, 50, Regression},
+		{"p99 +25% but only +2.5ms", def, FigureOKP99, "ms", 10, 12.5, OK},
+		{"p99 +10ms but only +10%", def, FigureOKP99, "ms", 100, 110, OK},
+		{"p99 better", def, FigureOKP99, "ms", 100, 50, OK},
+		{"p99 +100% +40ms within loose rules", loose, FigureOKP99, "ms", 40, 80, OK},
+		{"p99 tripled beyond loose rules", loose, FigureOKP99, "ms", 40, 120, Regression},
 		{"error rate +0.6 pts", def, "error-rate", "ratio", 0.001, 0.007, Regression},
 		{"error rate +0.5 pts exactly", def, "error-rate", "ratio", 0.001, 0.006, OK},
 		{"error rate +1 pt within loose rules", loose, "error-rate", "ratio", 0, 0.01, OK},
-		{"p50 is never judged", def, "p50", "ms", 10, 1000, NotJudged},
+		{"p50 is never judged", def, FigureOKP50, "ms", 10, 1000, NotJudged},
 		{"shed rate is never judged", def, "shed-rate", "ratio", 0, 1, NotJudged},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 // Rule names, as they appear in a row's Rule and in the README.
 const (
-	RuleP99         = "p99"          // a stream window's p99 worse by more than P99Increase and P99Slack
+	RuleP99         = "p99"          // a stream window's p99 of successful requests worse by more than P99Increase and P99Slack
 	RuleErrorRate   = "error-rate"   // a stream window's error rate up by more than ErrorRateIncrease
 	RuleFindingTime = "finding-time" // a finding's time worse by more than RecoveryIncrease and RecoverySlack, or newly "never"
 	RuleNewRestart  = "new-restart"  // more restarts of a service than in the baseline
@@ -30,8 +30,9 @@ const (
 // only when it is worse by more than both its relative margin (a fraction
 // of the baseline's figure) and its absolute one.
 type Rules struct {
-	// P99Increase is the relative margin of a stream window's p99 (0.2 =
-	// 20 %); P99Slack its absolute margin (ns in JSON).
+	// P99Increase is the relative margin of a stream window's p99 of
+	// successful requests (0.2 = 20 %); P99Slack its absolute margin (ns in
+	// JSON).
 	P99Increase float64       `json:"p99Increase"`
 	P99Slack    time.Duration `json:"p99Slack"`
 	// ErrorRateIncrease is the rise of a stream window's error rate

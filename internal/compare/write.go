@@ -59,7 +59,7 @@ func WriteText(w io.Writer, r *Report) error {
 		tw.Flush()
 	}
 
-	fmt.Fprintln(ew, "\nSTREAMS")
+	fmt.Fprintln(ew, "\nSTREAMS (ok-p50, ok-p90, ok-p99: latency of the successful requests, status 2xx and 3xx; failed requests count in error-rate)")
 	if len(r.Streams) == 0 {
 		fmt.Fprintln(ew, "  (none)")
 	} else {
@@ -91,7 +91,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if rl.PassToFail {
 		p2f = "on"
 	}
-	fmt.Fprintf(ew, "\nRULES     p99 worse by > %s and > %s; error rate up by > %s; finding times worse by > %s and > %s; new restart %s; pass to fail %s\n",
+	fmt.Fprintf(ew, "\nRULES     p99 of successful requests worse by > %s and > %s; error rate up by > %s; finding times worse by > %s and > %s; new restart %s; pass to fail %s\n",
 		pct(rl.P99Increase), fmtDur(rl.P99Slack), points(rl.ErrorRateIncrease), pct(rl.RecoveryIncrease), fmtDur(rl.RecoverySlack), restarts, p2f)
 	for _, g := range r.Regressions {
 		fmt.Fprintf(ew, "REGRESSED %s\n", g)

@@ -87,6 +87,11 @@ type Night struct {
 	ExitCode   int    `json:"exitCode"`
 	Comparable bool   `json:"comparable"`
 	Why        string `json:"why,omitempty"`
+	// LatencyNotRecorded: the record was made before drill kept the
+	// latency of successful requests, so the night has no latency figures
+	// for the stream windows in which requests failed (compare never sets
+	// a percentile over failed requests too beside one over successes).
+	LatencyNotRecorded bool `json:"latencyNotRecorded,omitempty"`
 	// Figures are the night's figures by key; Order their keys in the
 	// run's order.
 	Figures map[Key]Point `json:"-"`
@@ -97,8 +102,9 @@ type Night struct {
 }
 
 // Summarise turns one loaded run into a [Night]: its assertions' figures
-// and verdicts, each stream window's p50, p99, error rate and shed rate,
-// and its findings' figures (compare.FindingFigures).
+// and verdicts, each stream window's p50 and p99 of the successful
+// requests (absent for a record made before they were recorded), error
+// rate and shed rate, and its findings' figures (compare.FindingFigures).
 func Summarise(path string, run *record.Run) Night {
 	code, _ := run.Decide()
 	n := Night{Path: path, RunID: run.RunID, Scenario: run.Name(), Digest: run.ScenarioDigest, StartedAt: run.StartedAt,
@@ -124,9 +130,15 @@ func Summarise(path string, run *record.Run) Night {
 		put(Key{SectionAssertion, r.Name, r.Window, "figure"}, Point{Value: r.Figure.Value, Unit: r.Figure.Unit, Text: r.Figure.Text, Verdict: string(r.Verdict)})
 	}
 	for _, w := range compare.StreamWindows(run) {
-		for _, f := range compare.StreamFigures(w.Stats) {
+		for _, f := range compare.StreamFigures(w) {
+			if f.Missing != "" {
+				// An older record's window with failures: its latency of
+				// successful requests cannot be told; none succeeded: none.
+				n.LatencyNotRecorded = n.LatencyNotRecorded || !w.Success.Recorded
+				continue
+			}
 			switch f.Name {
-			case "p50", "p99", "error-rate", "shed-rate":
+			case compare.FigureOKP50, compare.FigureOKP99, "error-rate", "shed-rate":
 				put(Key{SectionStream, w.Stream, w.Window, f.Name}, Point{Value: f.Value, Unit: f.Unit, Text: f.Text})
 			}
 		}

@@ -224,7 +224,7 @@ func night(id string, comparable bool, figs map[Key]Point) Night {
 // them.
 func TestJudgeMedian(t *testing.T) {
 	t.Parallel()
-	p99 := Key{SectionStream, "orders", "run", "p99"}
+	p99 := Key{SectionStream, "orders", "run", compare.FigureOKP99}
 	rec := Key{SectionFinding, "recovery orders after pg-pause", "", "recovery"}
 	as := Key{SectionAssertion, "baseline-p99", "baseline", "figure"}
 	ms := func(v float64, verdict string) map[Key]Point {
@@ -238,7 +238,7 @@ func TestJudgeMedian(t *testing.T) {
 		base   float64  // the p99 median
 	}{
 		{"steady", []Night{night("1", true, ms(40, "pass")), night("2", true, ms(42, "pass")), night("3", true, ms(44, "pass"))}, 5, nil, 41},
-		{"p99 up beyond the median", []Night{night("1", true, ms(40, "pass")), night("2", true, ms(100, "pass")), night("3", true, ms(41, "pass")), night("4", true, ms(60, "pass"))}, 5, []string{"p99"}, 41},
+		{"p99 up beyond the median", []Night{night("1", true, ms(40, "pass")), night("2", true, ms(100, "pass")), night("3", true, ms(41, "pass")), night("4", true, ms(60, "pass"))}, 5, []string{compare.FigureOKP99}, 41},
 		{"k=1 takes only the night before", []Night{night("1", true, ms(10, "pass")), night("2", true, ms(55, "pass")), night("3", true, ms(60, "pass"))}, 1, nil, 55},
 		{"invalid nights are skipped", []Night{night("1", true, ms(40, "pass")), night("2", false, ms(400, "pass")), night("3", true, ms(41, "pass"))}, 5, nil, 40},
 		{"assertion fails after passing on most nights", []Night{night("1", true, ms(40, "fail")), night("2", true, ms(40, "pass")), night("3", true, ms(40, "pass")), night("4", true, ms(40, "fail"))}, 5, []string{"figure"}, 40},
@@ -254,7 +254,7 @@ func TestJudgeMedian(t *testing.T) {
 				if r.Judgement == compare.Regression {
 					got = append(got, r.Figure)
 				}
-				if r.Figure == "p99" && r.Base.Value != tc.base {
+				if r.Figure == compare.FigureOKP99 && r.Base.Value != tc.base {
 					t.Errorf("p99 median %v, want %v", r.Base.Value, tc.base)
 				}
 			}

@@ -18,7 +18,7 @@ import (
 // SummaryVersion names the shape of a summary file and the way its figures
 // were summarised; a summary of another version is ignored. Change it
 // whenever [Summarise] changes.
-const SummaryVersion = "drill.dev/history-summary/v1"
+const SummaryVersion = "drill.dev/history-summary/v2"
 
 // A summary file holds one run's [Night] beside its run.json, so that
 // history over many nights reads about 5 KB per night instead of

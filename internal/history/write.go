@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -102,6 +103,15 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\n", i+1, stamp(x.StartedAt), x.RunID, x.ExitCode, c, x.Path)
 	}
 	tw.Flush()
+	var old []string
+	for i, x := range n {
+		if x.LatencyNotRecorded {
+			old = append(old, strconv.Itoa(i+1))
+		}
+	}
+	if len(old) > 0 {
+		fmt.Fprintf(ew, "  nights %s: latency of successful requests not recorded (records made before drill kept it): no latency figures for their windows in which requests failed\n", strings.Join(old, ", "))
+	}
 	for _, s := range r.Figures {
 		fmt.Fprintf(ew, "\n%s %s\n", s.Key.Section, s.Key)
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
