@@ -105,7 +105,7 @@ func bringUpOf(s *scenario.Scenario, rd *redact.Redactor) *BringUp {
 				t = defaultSetupTimeout
 			}
 			argv := append(append([]string{}, sv.Setup.Command...), sv.Setup.Args...)
-			su.Setup = rd.Text(fmt.Sprintf("%s (timeout %s)", strings.Join(argv, " "), t))
+			su.Setup = fmt.Sprintf("%s (timeout %s)", strings.Join(rd.Args(argv), " "), t)
 		}
 		for _, p := range []struct {
 			kind  string
@@ -131,14 +131,14 @@ func probeTiming(kind string, p *scenario.Probe, rd *redact.Redactor) ProbeTimin
 	check := "?"
 	switch {
 	case p.HTTPGet != nil:
-		check = "GET " + p.HTTPGet.Path
+		check = "GET " + rd.Path(p.HTTPGet.Path)
 	case p.TCPSocket != nil:
 		check = "TCP connect"
 	case p.Exec != nil:
-		check = "exec " + strings.Join(p.Exec.Command, " ")
+		check = "exec " + strings.Join(rd.Args(p.Exec.Command), " ")
 	}
 	sec := func(n int32) time.Duration { return time.Duration(n) * time.Second }
-	return ProbeTiming{Kind: kind, Check: rd.Text(check),
+	return ProbeTiming{Kind: kind, Check: check,
 		InitialDelay: sec(p.InitialDelaySeconds), Period: sec(or(p.PeriodSeconds, 10)), Timeout: sec(or(p.TimeoutSeconds, 1)),
 		SuccessThreshold: or(p.SuccessThreshold, 1), FailureThreshold: or(p.FailureThreshold, 3)}
 }
