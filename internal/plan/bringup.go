@@ -32,6 +32,10 @@ type BringUp struct {
 	// ReadyTimeout bounds the wait for every replica to be ready, in ns
 	// (local environment).
 	ReadyTimeout time.Duration `json:"readyTimeout,omitempty"`
+	// ComposeFile is the Compose file a compose environment brings up
+	// (relative to the scenario); its services' replicas and healthchecks
+	// are the file's.
+	ComposeFile string `json:"composeFile,omitempty"`
 }
 
 // ServiceBringUp is one service's part of the bring-up.
@@ -74,6 +78,9 @@ func bringUpOf(s *scenario.Scenario, rd *redact.Redactor) *BringUp {
 		b.Environment = string(scenario.EnvLocal)
 	}
 	local := b.Environment == string(scenario.EnvLocal)
+	if c := s.Environment.Compose; c != nil {
+		b.ComposeFile = c.File
+	}
 	if local {
 		b.ReadyTimeout = s.Timeline.ReadyTimeout.D()
 		if b.ReadyTimeout <= 0 {

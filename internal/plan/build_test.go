@@ -128,12 +128,13 @@ func TestFormatOffset(t *testing.T) {
 // names the span between bring-up and the window that does not count;
 // with includeStartup: false it says the bring-up is not counted. A
 // kubernetes scenario's bring-up starts nothing and finds pods by
-// selector.
+// selector; a compose scenario's comes from its Compose file.
 func TestPrintBringUpGolden(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ file, golden string }{
 		{"internal/plan/testdata/scenarios/bringup.yaml", "bringup.txt"},
 		{"scenarios/k8s/orders-db-brownout.yaml", "k8s-orders-db-brownout.txt"},
+		{"testdata/scenarios/drills/compose-adr-0077-overload.yaml", "compose-adr-0077-overload.txt"},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			t.Parallel()

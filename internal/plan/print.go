@@ -103,6 +103,8 @@ func printBringUp(w io.Writer, b *BringUp) {
 		fmt.Fprintf(w, "BRING-UP before t+0 (local): the dependencies start, then each service in order (its setup step, then its replicas); load starts once every replica is ready, waiting at most %s (timeline.readyTimeout)\n", b.ReadyTimeout)
 	case "kubernetes":
 		fmt.Fprintln(w, "BRING-UP before t+0 (kubernetes): drill starts no service; the services are the cluster's pods, found by selector")
+	case "compose":
+		fmt.Fprintf(w, "BRING-UP before t+0 (compose): the dependencies start, then docker compose brings up %s, whose services' replicas and healthchecks are the file's\n", b.ComposeFile)
 	default:
 		fmt.Fprintf(w, "BRING-UP before t+0 (%s): the dependencies start, then the environment's services\n", b.Environment)
 	}
@@ -129,8 +131,11 @@ func printBringUp(w io.Writer, b *BringUp) {
 		}
 		if len(s.Probes) == 0 {
 			none := "(none)"
-			if b.Environment == "kubernetes" {
+			switch b.Environment {
+			case "kubernetes":
 				none = "(the cluster's)"
+			case "compose":
+				none = "(the Compose file's)"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t\t\t\t\t\t\n", s.Name, replicas, none)
 			continue
