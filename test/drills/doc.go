@@ -38,7 +38,8 @@
 //   - probe-tutorial-latency: manifests/probe-tutorial-api-naive.yaml
 //     instead of probe-tutorial-api.yaml: /health for both, no startup
 //     probe, liveness every 2 s after 5 s with a 1 s timeout against
-//     /healthz/live every 10 s with a 2 s timeout.
+//     /healthz/live every 10 s with a 2 s timeout; readiness keeps its
+//     5 s period, with a 1 s timeout instead of 2 s.
 //
 // The shortened variants keep the same differences with their own
 // manifests (testdata/scenarios/drills/manifests/), whose periods are
