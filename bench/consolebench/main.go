@@ -13,14 +13,16 @@
 //	consolebench -drill bin/drill -urls U1,U2,U3 -duration 30s -rounds 2 -viewers 10
 //	consolebench -drill bin/drill -urls U1,U2,U3 -memory 10m   # also one 10-minute run per side
 //
-// A viewer does what the page does, a little more: it holds GET
-// /api/events open and reads every message, and each second fetches GET /
-// and the three plots (the page loads / once and the plots on each
-// "point" message, once a second). The viewers stand in for a room's
-// browsers, which run on other machines: by default they run in a process
-// of their own at nice 19 (consolebench re-run as "consolebench view"), so
-// that on the benchmark's one machine they use only the CPU the drill
-// leaves; -viewers-nice -1 runs them inside consolebench at its priority.
+// A viewer does what the page does, and more: it holds GET /api/events
+// open and reads every message, and each second fetches GET / and the
+// three plots (the page loads / once and the plots every 5 s, none while
+// its tab is hidden; until 2026-12-06 it fetched them on each "point"
+// message, once a second, as the viewers still do). The viewers stand in
+// for a room's browsers, which run on other machines: by default they run
+// in a process of their own at nice 19 (consolebench re-run as
+// "consolebench view"), so that on the benchmark's one machine they use
+// only the CPU the drill leaves; -viewers-nice -1 runs them inside
+// consolebench at its priority.
 package main
 
 import (
