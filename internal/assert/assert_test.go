@@ -106,6 +106,10 @@ func TestRestarts(t *testing.T) {
 		event.Event{At: -6 * sec, Kind: event.ContainerRestart, Service: "order-gateway", Pod: "og-1", Container: "app", RestartCount: 1},
 	)
 	crashLoop = append(crashLoop, faultEvents()...)
+	// A liveness kill 2 s into load, inside the 5 s warm-up.
+	inWarmup := append(bringUp(), event.Event{At: 2 * sec, Kind: event.ContainerRestart, Service: "order-gateway", Pod: "og-2",
+		Container: "app", RestartCount: 1, Reason: "liveness probe failed"})
+	inWarmup = append(inWarmup, faultEvents()...)
 	run0 := scenario.Assertion{Type: scenario.AssertRestarts, Service: "order-gateway", Window: "run"}
 	runNoStartup := run0
 	runNoStartup.IncludeStartup = boolp(false)
@@ -137,6 +141,11 @@ func TestRestarts(t *testing.T) {
 			evidence: []string{"og-0 app restarted (restartCount 1) in bring-up; cause: container exited with code 1 (Error)",
 				"og-1 app restarted (restartCount 1) in bring-up"},
 			extra: []string{"before load=3 restarts", "pods replaced=0 pods"}},
+		{name: "a restart in the warm-up counts over the run window", events: inWarmup, a: run0, verdict: Fail,
+			figure: "1 restart", value: f64(1), contains: []string{"1 restart of order-gateway in run, 1 in the warm-up"},
+			evidence: []string{"og-2 app restarted (restartCount 1) in warmup"}, extra: []string{"in warm-up=1 restart"}},
+		{name: "a restart in the warm-up is outside a fault window", events: inWarmup, a: zero, verdict: Pass,
+			figure: "0 restarts", value: f64(0)},
 		{name: "pods created at bring-up are no restarts over run", events: correctEvents(), a: run0, verdict: Pass,
 			figure: "0 restarts", value: f64(0)},
 		{name: "includeStartup false leaves them out and says so", events: crashLoop, a: runNoStartup, verdict: Pass,

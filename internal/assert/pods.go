@@ -70,7 +70,11 @@ func servicePods(in *input, a scenario.Assertion, r *Result) (map[string]bool, b
 // restarts (crash loops and failed starts included) and pod deletions
 // before load (negative times) count too, so replicas that crashed while
 // coming up cannot pass as "0 restarts"; pods created before load are the
-// bring-up itself and never count.
+// bring-up itself and never count. Over the run window, which starts after
+// the warm-up, restarts during the warm-up count as well: the warm-up
+// keeps early latencies out of the figures, but a restart there is a
+// restart under load, and "0 restarts" over the run must mean none from
+// t=0.
 // Bound: Max (default 0).
 func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 	pods, ok := servicePods(in, a, r)
@@ -81,10 +85,14 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 	if a.IncludeStartup != nil {
 		include = *a.IncludeStartup
 	}
-	var startup, startupSkipped int
+	var startup, startupSkipped, warm int
+	fromZero := r.Window == scenario.WindowRun
 	counted := func(at time.Duration, n int) bool {
 		switch {
 		case inWindow(in.win, at):
+			return true
+		case fromZero && at >= 0 && at < in.win.Start:
+			warm += n
 			return true
 		case at < 0 && include:
 			startup += n
@@ -140,7 +148,7 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 			r.Evidence = append(r.Evidence, Evidence{At: e.At, Pod: e.Pod, Detail: d, Logs: tail(e.Logs, maxLogLines)})
 		case event.PodCreated:
 			// Pods created before load are the bring-up, not replacements.
-			if !inWindow(in.win, e.At) {
+			if e.At < 0 || !counted(e.At, 0) {
 				continue
 			}
 			created++
@@ -163,6 +171,10 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 	if startup > 0 {
 		where += fmt.Sprintf(", %d of them before load", startup)
 		r.Extra = append(r.Extra, countFigure("before load", startup, "restart"))
+	}
+	if warm > 0 {
+		where += fmt.Sprintf(", %d in the warm-up", warm)
+		r.Extra = append(r.Extra, countFigure("in warm-up", warm, "restart"))
 	}
 	r.Message = fmt.Sprintf("%s of %s in %s (%s, %s replaced); bound %s",
 		plural(total, "restart"), a.Service, where, plural(restarts, "container restart"), plural(replaced, "pod"), r.Bound)

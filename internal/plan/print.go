@@ -78,7 +78,13 @@ func Print(w io.Writer, p *Plan) error {
 	for _, j := range p.Judgements {
 		win, _ := p.Window(j.Window)
 		from, note := FormatOffset(win.Start), ""
+		// Over the run window the restarts judge counts from t+0, the
+		// warm-up included; over another window, only in it.
+		fromZero := j.Type == "restarts" && j.Window == "run"
 		switch {
+		case j.IncludeStartup && fromZero:
+			from = "bring-up"
+			note = fmt.Sprintf("includeStartup: restarts from bring-up to %s count, the warm-up too", FormatOffset(win.End))
 		case j.IncludeStartup:
 			// The judge counts what happened before t+0 and in the window,
 			// nothing between them.
@@ -87,6 +93,9 @@ func Print(w io.Writer, p *Plan) error {
 			if win.Start > 0 {
 				note += fmt.Sprintf(", not those in %s-%s", FormatOffset(0), FormatOffset(win.Start))
 			}
+		case fromZero:
+			from = FormatOffset(0)
+			note = "the warm-up counts; bring-up not counted (includeStartup: false)"
 		case j.Type == "restarts":
 			note = "bring-up not counted (includeStartup: false)"
 		}

@@ -18,9 +18,9 @@ var restartsSpec = AssertionSpec{
 	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "max", Required: true}, {Key: "includeStartup"}},
 	Doc: "Counts the service's restarts in the window (container restarts plus pods " +
 		"replaced) and passes when they are at most max. Over the run window the " +
-		"restarts, crash loops and failed starts before load count too (includeStartup, " +
-		"default true there and false over any other window), so replicas that crashed " +
-		"while coming up cannot pass as 0 restarts.",
+		"restarts in the warm-up count, and so do the restarts, crash loops and failed " +
+		"starts before load (includeStartup, default true there and false over any other " +
+		"window), so replicas that crashed while coming up cannot pass as 0 restarts.",
 	Example: `- type: restarts
   service: order-gateway
   max: 0
