@@ -7,9 +7,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drillhq/drill/internal/clock"
 )
 
-// fakeClock is a [clock] that moves only when the test advances it. Timers
+// fakeClock is a [clock.Clock] that moves only when the test advances it. Timers
 // and tickers fire, in deadline order, when an advance passes their
 // deadline; like the real ones their channels hold one value and a tick a
 // busy receiver misses is dropped.
@@ -47,9 +49,9 @@ func (f *fakeClock) add(d, period time.Duration) *fakeWaiter {
 	return w
 }
 
-func (f *fakeClock) NewTimer(d time.Duration) clockTimer { return &fakeTimer{f, f.add(d, 0)} }
+func (f *fakeClock) NewTimer(d time.Duration) clock.Timer { return &fakeTimer{f, f.add(d, 0)} }
 
-func (f *fakeClock) NewTicker(d time.Duration) clockTicker {
+func (f *fakeClock) NewTicker(d time.Duration) clock.Ticker {
 	if d <= 0 {
 		panic("non-positive ticker period")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drillhq/drill/internal/clock"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/scenario"
@@ -54,9 +55,13 @@ type Options struct {
 	// Source is the Source of emitted events; default "local-runtime".
 	Source string
 
-	// clk schedules probes, back-off and grace periods; nil: the real
-	// clock. Only this package's tests set it.
-	clk clock
+	// clk is the time a replica schedules by: probe times (initial
+	// delay, period), restart back-off and the termination grace period,
+	// and the start and finish times of its container instances; nil: the
+	// machine's clock. Only this package's tests set it, to pin the
+	// kubelet's timing rules against exact times. Probe I/O timeouts and
+	// the stop safety net are not scheduling and stay on real time.
+	clk clock.Clock[time.Time]
 }
 
 func (o Options) withDefaults() Options {
@@ -74,7 +79,7 @@ func (o Options) withDefaults() Options {
 		o.Source = DefaultSource
 	}
 	if o.clk == nil {
-		o.clk = realClock{}
+		o.clk = clock.Real(time.Now)
 	}
 	return o
 }
@@ -989,7 +994,7 @@ func (r *Replica) restart(prev *instance, cause termination) (*instance, bool) {
 }
 
 // sleepStop sleeps for d on clk; false if stop was closed first.
-func sleepStop(stop <-chan struct{}, clk clock, d time.Duration) bool {
+func sleepStop(stop <-chan struct{}, clk clock.Clock[time.Time], d time.Duration) bool {
 	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {

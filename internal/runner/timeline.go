@@ -54,7 +54,7 @@ func (r *run) newTimeline() (*timeline, error) {
 		Log:        r.log.With("component", "inject"),
 	}
 	tl := &timeline{r: r}
-	tl.faults = newFaultScheduler(runClock{r.clock}, r.log, r.evlog, r.stack, tl.abort)
+	tl.faults = newFaultScheduler(runClock(r.clock), r.log, r.evlog, r.stack, tl.abort)
 	for _, f := range r.sc.Faults {
 		inj, err := inject.Build(f, ienv)
 		if err != nil {
@@ -140,7 +140,7 @@ func (tl *timeline) execute(ctx context.Context) (time.Duration, error) {
 		cpuuse.Do(tlCtx, cpuuse.PartToxiproxy, func(ctx context.Context) { tl.faults.run(ctx, r.plan.Actions) })
 	}()
 	stops := &stopWatcher{
-		clock: runClock{r.clock}, log: r.log, evlog: r.evlog, conds: r.sc.StopConditions,
+		clock: runClock(r.clock), log: r.log, evlog: r.evlog, conds: r.sc.StopConditions,
 		live:   func() []load.StreamLive { return tl.engine.Live(time.Second) },
 		faults: tl.faults, stopLoad: stopLoad, stopTimeline: stopTimeline, abort: tl.abort,
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/clock"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
@@ -40,11 +41,20 @@ type fakeTimer struct {
 
 func (t *fakeTimer) C() <-chan time.Time { return t.c }
 
-func (t *fakeTimer) Stop() {
+// Stop stops t; false if it had fired or been stopped.
+func (t *fakeTimer) Stop() bool {
 	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	was := !t.stopped && t.at >= 0
 	t.stopped = true
-	t.clock.mu.Unlock()
+	return was
 }
+
+// fakeTicker is a ticker of a fakeClock: a fakeTimer that fires every
+// period.
+type fakeTicker struct{ *fakeTimer }
+
+func (t fakeTicker) Stop() { t.fakeTimer.Stop() }
 
 func (c *fakeClock) Now() time.Duration {
 	c.mu.Lock()
@@ -52,9 +62,9 @@ func (c *fakeClock) Now() time.Duration {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) clockTimer { return c.add(d, 0) }
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer { return c.add(d, 0) }
 
-func (c *fakeClock) NewTicker(d time.Duration) clockTimer { return c.add(d, d) }
+func (c *fakeClock) NewTicker(d time.Duration) clock.Ticker { return fakeTicker{c.add(d, d)} }
 
 func (c *fakeClock) add(d, every time.Duration) *fakeTimer {
 	c.mu.Lock()
