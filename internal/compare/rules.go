@@ -7,7 +7,7 @@ import (
 	"github.com/drillhq/drill/internal/scenario"
 )
 
-// Rule names, as they appear in a row's Rule and in the README.
+// Rule names, as they appear in a row's Rule and in docs/nightly.md.
 const (
 	RuleP99         = "p99"          // a stream window's p99 of successful requests worse by more than P99Increase and P99Slack
 	RuleErrorRate   = "error-rate"   // a stream window's error rate up by more than ErrorRateIncrease
@@ -16,7 +16,7 @@ const (
 	RulePassToFail  = "pass-to-fail" // an assertion that passed and no longer does
 )
 
-// Default regression margins (the README's "Nightly drills" section).
+// Default regression margins (docs/nightly.md).
 const (
 	DefaultP99Increase       = 0.20
 	DefaultP99Slack          = 5 * time.Millisecond

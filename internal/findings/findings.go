@@ -81,7 +81,7 @@ const (
 )
 
 // Severity rules: the Rule a finding carries names the one that set its
-// severity. Each is documented in the README's findings section.
+// severity. Each is documented in docs/findings.md.
 const (
 	RuleUnroutableAfterFault = "unroutable-after-fault"    // warning: no ready replica for 1 s or more after the fault ended
 	RuleUnroutableNoFault    = "unroutable-without-fault"  // warning: no ready replica and no fault on

@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files, zz_docs.go and the README's scenario reference")
+var update = flag.Bool("update", false, "rewrite golden files, zz_docs.go and the scenario reference in docs/reference.md")
 
 // extractDocs reads the doc comments of the types in types.go and units.go:
 // type name -> doc, and "Type.yamlKey" -> field doc.
@@ -94,7 +94,8 @@ func renderDocs(types, fields map[string]string) []byte {
 }
 
 // TestDocs keeps zz_docs.go (the descriptions in drill schema and the
-// README's reference) in sync with the doc comments in types.go.
+// scenario reference in docs/reference.md) in sync with the doc comments
+// in types.go.
 func TestDocs(t *testing.T) {
 	types, fields := extractDocs(t)
 	want := renderDocs(types, fields)

@@ -192,8 +192,8 @@ func walkTypes(t reflect.Type, seen map[reflect.Type]bool, fn func(t reflect.Typ
 
 // WriteReference writes the scenario reference in Markdown: one table per
 // type (keys in declaration order, the unit or type of each value, whether
-// it is required, and its doc comment with the default). The README holds
-// its output.
+// it is required, and its doc comment with the default). docs/reference.md
+// holds its output.
 func WriteReference(w io.Writer) error {
 	var b strings.Builder
 	en := enums()

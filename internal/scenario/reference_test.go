@@ -13,18 +13,19 @@ const (
 	refEnd   = "<!-- END scenario-reference -->"
 )
 
-// TestReadmeReference keeps the README's scenario reference in sync with
-// types.go (through zz_docs.go). With -update it rewrites the section.
-func TestReadmeReference(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
-	readme, err := os.ReadFile(path)
+// TestReferenceDoc keeps the scenario reference in docs/reference.md in
+// sync with types.go (through zz_docs.go) and the kinds' specs. With
+// -update it rewrites the part between the markers.
+func TestReferenceDoc(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "reference.md")
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(readme)
+	text := string(doc)
 	i, j := strings.Index(text, refBegin), strings.Index(text, refEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %q ... %q markers", strings.TrimSpace(refBegin), refEnd)
+		t.Fatalf("docs/reference.md lacks the %q ... %q markers", strings.TrimSpace(refBegin), refEnd)
 	}
 	var ref bytes.Buffer
 	if err := WriteReference(&ref); err != nil {
@@ -38,6 +39,6 @@ func TestReadmeReference(t *testing.T) {
 		return
 	}
 	if text != want {
-		t.Fatal("the README's scenario reference is stale; run: go test ./internal/scenario -run TestReadme -update")
+		t.Fatal("docs/reference.md, the scenario reference, is stale; run: go test ./internal/scenario -run TestReferenceDoc -update")
 	}
 }
