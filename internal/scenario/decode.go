@@ -5,20 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
-
-// MaxFileSize is the largest scenario or manifest file drill reads, in bytes.
-const MaxFileSize = 4 << 20
 
 // maxNodes bounds how many YAML nodes one decode visits, so aliases that
 // expand exponentially ("billion laughs") fail cleanly.
@@ -26,96 +20,6 @@ const maxNodes = 50_000
 
 // maxDepth bounds nesting, including alias cycles.
 const maxDepth = 64
-
-// Load reads the scenario at path and returns it checked and ready to plan:
-// it parses the file ([Parse]), reads the probes of any Deployment manifest
-// a service points at (paths relative to the scenario file; inline probes
-// win per probe), applies defaults ([Scenario.SetDefaults]) and validates
-// ([Scenario.Validate]).
-//
-// Every problem in bad input comes back at once as *[Errors], each naming
-// file:line:col and the field path. Decode problems (syntax, unknown keys,
-// wrong types or units) are reported without the semantic checks, which run
-// only on a file that decodes; manifest, targets-file and semantic problems
-// are reported together.
-func Load(path string) (*Scenario, error) {
-	data, err := readLimited(path)
-	if err != nil {
-		return nil, &Errors{List: []*Error{{File: path, Msg: err.Error()}}}
-	}
-	return load(path, data)
-}
-
-// LoadReader is [Load] for a scenario read from r (e.g. standard input, at
-// most MaxFileSize bytes); name stands for the file in errors and relative
-// paths in the scenario (manifests, targets files) resolve against the
-// working directory. Errors are *[Errors].
-func LoadReader(name string, r io.Reader) (*Scenario, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
-	if err == nil && len(data) > MaxFileSize {
-		err = fmt.Errorf("read scenario: larger than %d bytes", MaxFileSize)
-	} else if err != nil {
-		err = fmt.Errorf("read scenario: %w", err)
-	}
-	if err != nil {
-		return nil, &Errors{List: []*Error{{File: name, Msg: err.Error()}}}
-	}
-	sc, err := load(name, data)
-	if e := AsErrors(err); e != nil {
-		for _, x := range e.List {
-			if strings.HasSuffix(x.Path, ".path") && strings.Contains(x.Msg, "no such file") {
-				x.Msg += " (relative paths of a scenario read from standard input resolve against the working directory)"
-			}
-		}
-	}
-	return sc, err
-}
-
-func load(path string, data []byte) (*Scenario, error) {
-	s, err := Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	// Manifest, file and semantic problems are reported together.
-	var all errorList
-	collect := func(err error) {
-		if e := AsErrors(err); e != nil {
-			all.list = append(all.list, e.List...)
-		}
-	}
-	collect(s.loadManifests()) // before defaults: manifest probes get them too
-	collect(s.checkFiles())
-	s.SetDefaults()
-	collect(s.Validate())
-	if err := all.err(path); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// readLimited reads a file of at most MaxFileSize bytes.
-func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("read scenario: %w", err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("read scenario: is a directory, not a YAML file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read scenario: %w", err)
-	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("read scenario: file is larger than %d bytes", MaxFileSize)
-	}
-	return data, nil
-}
 
 // Parse decodes one scenario from data; file names it in errors and is
 // stored in [Scenario.File]. It checks apiVersion and kind first, then
@@ -293,53 +197,6 @@ func (d *decoder) checkTypeMeta(root *yaml.Node) bool {
 	return ok
 }
 
-// fieldInfo describes one YAML key of a struct.
-type fieldInfo struct {
-	name     string
-	index    int
-	required bool
-}
-
-// structInfo describes the YAML keys of a struct type.
-type structInfo struct {
-	fields []fieldInfo
-	byName map[string]int
-	names  []string // sorted
-}
-
-var structCache sync.Map // reflect.Type -> *structInfo
-
-// optionalKeys are keys without omitempty that may still be left out
-// (their zero value means "default").
-var optionalKeys = map[string]bool{
-	"Scenario.environment": true,
-}
-
-func infoFor(t reflect.Type) *structInfo {
-	if v, ok := structCache.Load(t); ok {
-		return v.(*structInfo)
-	}
-	si := &structInfo{byName: map[string]int{}}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("yaml")
-		if tag == "-" || !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		req := !strings.Contains(opts, "omitempty") && !optionalKeys[t.Name()+"."+name]
-		si.byName[name] = len(si.fields)
-		si.fields = append(si.fields, fieldInfo{name: name, index: i, required: req})
-		si.names = append(si.names, name)
-	}
-	sort.Strings(si.names)
-	structCache.Store(t, si)
-	return si
-}
-
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 // describe names a node's kind for messages.
@@ -356,22 +213,6 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("%q", n.Value)
 	}
 	return "an alias"
-}
-
-func joinPath(parent, key string) string {
-	if parent == "" {
-		return key
-	}
-	return parent + "." + key
-}
-
-var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-func mapKeyPath(parent, key string) string {
-	if plainKeyRE.MatchString(key) {
-		return joinPath(parent, key)
-	}
-	return parent + "[" + strconv.Quote(key) + "]"
 }
 
 // decode decodes n into v (addressable), recording errors and positions.
@@ -541,66 +382,4 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string, depth in
 		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), ev)
 	}
 	v.Set(m)
-}
-
-// UnknownKey reports whether key is not a YAML key of v's struct type
-// (e.g. Assertion{}), with the message the decoder gives for it, such as
-// `unknown key "maxLatncy"; did you mean "maxLatency"?`. v must be a
-// struct or a pointer to one.
-func UnknownKey(v any, key string) (msg string, unknown bool) {
-	t := reflect.TypeOf(v)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	si := infoFor(t)
-	if _, ok := si.byName[key]; ok {
-		return "", false
-	}
-	return fmt.Sprintf("unknown key %q%s", key, keyHint(key, si.names)), true
-}
-
-// keyHint suggests the closest known key, or lists them all.
-func keyHint(got string, known []string) string {
-	if s := closest(got, known); s != "" {
-		return fmt.Sprintf("; did you mean %q?", s)
-	}
-	return "; known: " + strings.Join(known, ", ")
-}
-
-// closest returns the candidate nearest to s by edit distance (ignoring
-// case), if it is near enough to be a likely typo.
-func closest(s string, candidates []string) string {
-	best, bestD := "", 1<<30
-	for _, c := range candidates {
-		d := editDistance(strings.ToLower(s), strings.ToLower(c))
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := max(2, len(s)/3)
-	if bestD <= limit && bestD < len(s) {
-		return best
-	}
-	return ""
-}
-
-// editDistance is the Levenshtein distance between a and b (in bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
