@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -173,6 +174,29 @@ func TestJournalPendingAndTornLine(t *testing.T) {
 	runs, err := JournalRuns(state)
 	if err != nil || !reflect.DeepEqual(runs, []string{"r1"}) {
 		t.Fatalf("JournalRuns = %v %v", runs, err)
+	}
+}
+
+func TestListJournals(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"r2.json", "r1.json", "r3.jsonl", "r4.json.tmp"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "r5.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := ListJournals(dir, ".json")
+	if err != nil || !reflect.DeepEqual(runs, []string{"r1", "r2"}) {
+		t.Fatalf("ListJournals(.json) = %v %v, want [r1 r2]", runs, err)
+	}
+	runs, err = ListJournals(filepath.Join(dir, "missing"), ".json")
+	if err != nil || runs != nil {
+		t.Fatalf("ListJournals(missing dir) = %v %v, want none", runs, err)
+	}
+	if _, err := ListJournals(filepath.Join(dir, "r1.json"), ".json"); err == nil {
+		t.Fatal("ListJournals of a file: no error")
 	}
 }
 

@@ -249,16 +249,28 @@ func Pending(entries []Entry) []Entry {
 
 // JournalRuns lists the run ids that have a journal under stateDir, sorted.
 func JournalRuns(stateDir string) ([]string, error) {
-	ents, err := os.ReadDir(JournalDir(stateDir))
+	runs, err := ListJournals(JournalDir(stateDir), ".jsonl")
+	if err != nil {
+		return nil, fmt.Errorf("list journals: %w", err)
+	}
+	return runs, nil
+}
+
+// ListJournals lists the run ids that have a journal file RUN+ext (ext
+// with its dot, e.g. ".jsonl") in dir, a directory of one kind of journal
+// under a state dir, sorted. A missing dir holds none. Errors: dir cannot
+// be read (the [os.ReadDir] error, which names it).
+func ListJournals(dir, ext string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list journals: %w", err)
+		return nil, err
 	}
 	var runs []string
 	for _, e := range ents {
-		if run, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && !e.IsDir() {
+		if run, ok := strings.CutSuffix(e.Name(), ext); ok && !e.IsDir() {
 			runs = append(runs, run)
 		}
 	}

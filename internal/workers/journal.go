@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/drillhq/drill/internal/inject"
 )
 
 // JournalEntry records a workers Job that may exist: written and synced
@@ -103,28 +105,23 @@ func (j *Journal) Deleted() error {
 // entry. Errors name the unreadable file.
 func ReadJournals(stateDir, runID string) ([]JournalEntry, error) {
 	dir := JournalDir(stateDir)
-	names, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	runs, err := inject.ListJournals(dir, ".json")
 	if err != nil {
 		return nil, fmt.Errorf("read workers journals: %w", err)
 	}
 	var out []JournalEntry
-	for _, n := range names {
-		if n.IsDir() || !strings.HasSuffix(n.Name(), ".json") {
+	for _, run := range runs {
+		if runID != "" && run != runID {
 			continue
 		}
-		if runID != "" && n.Name() != runID+".json" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, n.Name()))
+		name := run + ".json"
+		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return out, fmt.Errorf("read workers journal: %w", err)
 		}
 		var e JournalEntry
 		if err := json.Unmarshal(b, &e); err != nil {
-			return out, fmt.Errorf("workers journal %s: %w", n.Name(), err)
+			return out, fmt.Errorf("workers journal %s: %w", name, err)
 		}
 		out = append(out, e)
 	}
