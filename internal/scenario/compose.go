@@ -10,6 +10,28 @@ import (
 	"github.com/drillhq/drill/internal/composefile"
 )
 
+// ComposeEnv is environment.compose: the Compose file a compose run brings
+// up. Scenario services name Compose services; `${services.NAME.url}` is
+// drill's Traefik-rule gateway in front of them.
+type ComposeEnv struct {
+	// File is the Compose file, relative to the scenario; required. It is
+	// read with compose-go; keys drill does not carry out are refused.
+	File string `yaml:"file" json:"file"`
+	// Project is the Compose project name; default: the file's name key,
+	// else its directory's name (as docker compose does).
+	Project string `yaml:"project,omitempty" json:"project,omitempty"`
+	// Env are the variables the Compose file's ${VAR} interpolation reads,
+	// after drill fills their ${...} references (e.g.
+	// DATABASE_URL: postgres://drill@${proxies.postgres.addr}/drill). A
+	// proxy of a compose run listens on the project network's gateway
+	// address unless its listen is set, so the containers reach it.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// AllowEmptyServices is Traefik's --providers.docker.allowEmptyServices:
+	// a router whose containers are all unhealthy stays and answers 503
+	// instead of vanishing (404). Default false, as Traefik's.
+	AllowEmptyServices bool `yaml:"allowEmptyServices,omitempty" json:"allowEmptyServices,omitempty"`
+}
+
 // ComposePath is the Compose file's path as drill opens it: File relative
 // to the scenario's directory.
 func (s *Scenario) ComposePath() string {

@@ -14,8 +14,8 @@ const (
 	DefaultLagFraction = measure.DefaultLateFraction // LagBudget.Fraction
 )
 
-// Defaults applied by [Scenario.SetDefaults]; each field's doc comment in
-// types.go names its default too.
+// Defaults applied by [Scenario.SetDefaults]; each field's doc comment
+// (beside its type, in its section's file) names its default too.
 const (
 	DefaultRecovery         = 10 * time.Second      // Timeline.Recovery
 	DefaultReadyTimeout     = 120 * time.Second     // Timeline.ReadyTimeout

@@ -17,13 +17,22 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files, zz_docs.go and the scenario reference in docs/reference.md")
 
-// extractDocs reads the doc comments of the types in types.go and units.go:
-// type name -> doc, and "Type.yamlKey" -> field doc.
+// typeFiles are the files that declare the scenario's types: each
+// section's file and the unit types.
+var typeFiles = []string{
+	"scenario.go", "environment.go", "compose.go", "load_workers.go", "timeline.go",
+	"dependencies.go", "services.go", "setup.go", "streams.go", "faults.go",
+	"observers.go", "stopconditions.go", "assertions.go", "redact.go", "compare.go",
+	"units.go",
+}
+
+// extractDocs reads the doc comments of the types in typeFiles: type name
+// -> doc, and "Type.yamlKey" -> field doc.
 func extractDocs(t testing.TB) (types, fields map[string]string) {
 	t.Helper()
 	types, fields = map[string]string{}, map[string]string{}
 	fset := token.NewFileSet()
-	for _, name := range []string{"types.go", "units.go"} {
+	for _, name := range typeFiles {
 		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +104,7 @@ func renderDocs(types, fields map[string]string) []byte {
 
 // TestDocs keeps zz_docs.go (the descriptions in drill schema and the
 // scenario reference in docs/reference.md) in sync with the doc comments
-// in types.go.
+// of the types in typeFiles.
 func TestDocs(t *testing.T) {
 	types, fields := extractDocs(t)
 	want := renderDocs(types, fields)
@@ -123,6 +132,6 @@ func TestEveryKeyDocumented(t *testing.T) {
 		}
 	})
 	if len(missing) > 0 {
-		t.Errorf("keys without a doc comment in types.go: %s", strings.Join(missing, ", "))
+		t.Errorf("keys without a doc comment in typeFiles: %s", strings.Join(missing, ", "))
 	}
 }

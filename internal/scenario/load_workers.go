@@ -1,6 +1,23 @@
 package scenario
 
-import "fmt"
+import (
+	"fmt"
+)
+
+// LoadSpec says where a run's load is generated. The zero value (or no load
+// section) is the drill process itself.
+type LoadSpec struct {
+	// Workers spreads every stream's schedule over this many worker pods of
+	// one Kubernetes Indexed Job (kubernetes environment only): worker i
+	// sends the requests whose sequence number is i mod Workers, all timed
+	// from one shared t=0, so together they send exactly the one-process
+	// schedule. 0 (default): load from the drill process. At most 1000.
+	Workers int `yaml:"workers,omitempty" json:"workers,omitempty"`
+	// Image is the container image the workers run: a drill image with the
+	// binary at /drill (the FROM scratch image of drill's static binary);
+	// required with workers.
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+}
 
 // MaxLoadWorkers bounds load.workers.
 const MaxLoadWorkers = 1000

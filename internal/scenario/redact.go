@@ -10,6 +10,77 @@ import (
 	"github.com/drillhq/drill/internal/redact"
 )
 
+// Redaction keeps secrets out of everything drill writes: run.json,
+// seconds.jsonl, report.html, junit.xml, the terminal summary, logs
+// (drill's and the replicas' pod logs), drill plan and drill validate
+// output and error messages. The rule: a value is recorded only where
+// drill knows it carries no secret; every other value reads REDACTED.
+// Request header values are recorded only for Accept, Accept-Charset,
+// Accept-Encoding, Accept-Language, Cache-Control, Connection,
+// Content-Encoding, Content-Language, Content-Length, Content-Type,
+// If-Match, If-Modified-Since, If-None-Match, Pragma, Range, Traceparent,
+// User-Agent, X-Correlation-Id, the X-Request-* family and allowHeaders.
+// All of a URL's userinfo is replaced, a lone user (https://token@host) as
+// well as user:password, in connection strings too. URL query values are
+// recorded only for the keys page, per_page, page_size, limit, offset,
+// sort, order, format, lang, locale, sslmode, connect_timeout,
+// application_name and allowQueryKeys, and where the value is harmless
+// (below). Env values (services' env, setup env, environment.compose.env)
+// are recorded only where the value is harmless: a number of fewer than
+// 12 digits, a duration with units (30s), a boolean (true, false, yes, no,
+// on, off), or made only of drill's references; or where allowEnv names
+// the variable. A value written only as ${...} references (${env.NAME},
+// ${proxies.NAME.addr}, "Bearer ${env.API_TOKEN}", http://${services.NAME.addr})
+// is recorded as written in every field, basicAuth passwords and
+// sensitive headers included: the reference is no secret, the value it
+// expands to is, and that value is redacted wherever it appears. Names the
+// rules call sensitive stay redacted whatever their literal value looks
+// like, allowed or not: the headers Authorization, Proxy-Authorization,
+// Cookie, Set-Cookie, X-Api-Key, Api-Key, X-Auth-Token, X-Access-Token,
+// X-Csrf-Token, X-Xsrf-Token, X-Amz-Security-Token, X-Vault-Token,
+// Private-Token and any header whose name contains auth, token, secret,
+// password, passwd, apikey, api-key, api_key, credential, signature,
+// session or cookie (also in free text, "Name: value"); the query and
+// key=value keys token, access_token, refresh_token, id_token, api_key,
+// apikey, api-key, key, password, passwd, pwd, pass, secret, client_secret,
+// sig, signature, auth, session, sessionid, credential, credentials,
+// X-Amz-Signature, X-Amz-Credential and X-Amz-Security-Token and any key
+// containing token, secret, password, passwd, apikey, api_key, api-key,
+// signature or credential (so password= in a key=value DSN, also in free
+// text); env variables whose name contains PASSWORD, PASSWD, SECRET,
+// TOKEN, CREDENTIAL, APIKEY, API_KEY or PRIVATE_KEY or has the word PAT,
+// KEY, PASS, AUTH, AUTHORIZATION, COOKIE, SIG or SIGNATURE (words split at
+// _ - .; GITHUB_PAT yes, PATH no). In free text such as log lines, a key
+// whose last word is failed, successful, removed, total or count keeps a
+// boolean or whole-number value (authentication_failed=true). Also
+// redacted: basicAuth passwords (and the username when the password is
+// empty, the form of an API key sent as the user); the argument after a
+// command-line flag with a sensitive name (--password x); request bodies,
+// recorded as their size and a sha256 prefix; and every value read with
+// ${env.NAME} or found by these rules (values redacted only because no
+// allow list keeps them when at least 8 bytes long), wherever else it
+// appears.
+type Redaction struct {
+	// Headers are further header names whose values are redacted (any
+	// case), even when allowed.
+	Headers []string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// QueryKeys are further URL query and key=value keys whose values are
+	// redacted (any case), even when allowed.
+	QueryKeys []string `yaml:"queryKeys,omitempty" json:"queryKeys,omitempty"`
+	// AllowHeaders are further request headers whose values are recorded
+	// (any case; a trailing * stands for every header it starts, e.g.
+	// X-Build-*). A header the rules call sensitive cannot be allowed.
+	AllowHeaders []string `yaml:"allowHeaders,omitempty" json:"allowHeaders,omitempty"`
+	// AllowQueryKeys are further URL query keys whose values are recorded
+	// (any case). A key the rules call sensitive cannot be allowed.
+	AllowQueryKeys []string `yaml:"allowQueryKeys,omitempty" json:"allowQueryKeys,omitempty"`
+	// AllowEnv are environment variable names (services' env, setup env,
+	// environment.compose.env) whose values are recorded, with URL
+	// userinfo and sensitive query values still redacted (any case). A
+	// name the rules call sensitive cannot be allowed.
+	AllowEnv []string `yaml:"allowEnv,omitempty" json:"allowEnv,omitempty"`
+}
+
 // Redactor returns the redaction rules of a run of s (internal/redact):
 // the default rules, the names s.Redact adds and allows, and as known
 // values the given values (those read with ${env.NAME}) plus every secret

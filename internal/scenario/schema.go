@@ -54,7 +54,7 @@ var unitTypes = map[reflect.Type]bool{
 }
 
 // JSONSchema returns a JSON Schema (draft 2020-12) of the scenario format,
-// generated from the Go types, with the doc comments of types.go as
+// generated from the Go types, with the types' doc comments as
 // descriptions. Unit types are strings with patterns (a bare 0 duration,
 // byte count or percentile number is also allowed, as the decoder allows).
 func JSONSchema() ([]byte, error) {

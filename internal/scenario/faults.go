@@ -1,0 +1,122 @@
+package scenario
+
+import (
+	"fmt"
+)
+
+// FaultType names a fault kind.
+type FaultType string
+
+// Fault is one injected fault, on at At and off at At+For.
+type Fault struct {
+	// Name is unique; it names the fault:<name> and recovery:<name> windows.
+	Name string `yaml:"name" json:"name"`
+	// Type is a toxic type, down, process-pause or container-pause.
+	Type FaultType `yaml:"type" json:"type"`
+	// Proxy names a proxy (toxics and down).
+	Proxy string `yaml:"proxy,omitempty" json:"proxy,omitempty"`
+	// Dependency names a local dependency (process-pause, container-pause).
+	Dependency string `yaml:"dependency,omitempty" json:"dependency,omitempty"`
+	// Stream is upstream (client->server bytes), downstream (default), or both.
+	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
+	// Toxicity is the probability 0..1 that a connection is affected; default 1.
+	Toxicity *float64 `yaml:"toxicity,omitempty" json:"toxicity,omitempty"`
+	// At is when the fault turns on, from t=0; required. "manual" leaves
+	// the start to an operator on the console (drill run --ui).
+	At Duration `yaml:"at" json:"at"`
+	// For is how long it stays on; required, > 0. "manual" keeps it on
+	// until an operator ends it or the run ends.
+	For Duration `yaml:"for" json:"for"`
+	// ManualStart is set by "at: manual": an operator starts the fault
+	// from the console (At is then 0 and unused).
+	ManualStart bool `yaml:"-" json:"manualStart,omitempty"`
+	// ManualEnd is set by "for: manual": the fault stays on until an
+	// operator ends it or the run ends (For is then 0 and unused).
+	ManualEnd bool `yaml:"-" json:"manualEnd,omitempty"`
+
+	// Latency (latency toxic), rounded to ms.
+	Latency *Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
+	// Jitter (latency toxic), rounded to ms; must be <= Latency.
+	Jitter *Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// Timeout (timeout, reset_peer toxics), rounded to ms; 0 = hold forever.
+	Timeout *Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Rate (bandwidth toxic) in KB/s (1 KB = 1000 bytes).
+	RateKBps *int64 `yaml:"rateKBps,omitempty" json:"rateKBps,omitempty"`
+	// Delay (slow_close: ms; slicer: µs).
+	Delay *Duration `yaml:"delay,omitempty" json:"delay,omitempty"`
+	// AverageSize (slicer) is the average chunk size in bytes.
+	AverageSize *ByteSize `yaml:"averageSize,omitempty" json:"averageSize,omitempty"`
+	// SizeVariation (slicer) in bytes; must be below AverageSize.
+	SizeVariation *ByteSize `yaml:"sizeVariation,omitempty" json:"sizeVariation,omitempty"`
+	// Bytes (limit_data) per connection per direction.
+	Bytes *ByteSize `yaml:"bytes,omitempty" json:"bytes,omitempty"`
+}
+
+// Known values of enumerated fields, sorted; used in hints and the schema.
+var (
+	FaultStreams = []string{"both", "downstream", "upstream"}
+)
+
+func (v *validator) faults() {
+	s := v.s
+	names := make([]string, len(s.Faults))
+	for i, f := range s.Faults {
+		names[i] = f.Name
+	}
+	v.unique("fault", names, func(i int) string { return fmt.Sprintf("faults[%d]", i) })
+	proxies := map[string]bool{}
+	for _, p := range s.Proxies {
+		proxies[p.Name] = true
+	}
+	deps := map[string]*Dependency{}
+	for i := range s.Dependencies {
+		deps[s.Dependencies[i].Name] = &s.Dependencies[i]
+	}
+	t := s.Timeline
+	for i := range s.Faults {
+		f := &s.Faults[i]
+		p := fmt.Sprintf("faults[%d]", i)
+		sp, known := FaultSpecOf(f.Type)
+		report := func(key, msg string) {
+			if key == "" {
+				v.errorf(p, "%s", msg)
+				return
+			}
+			v.errorf(p+"."+key, "%s", msg)
+		}
+		checkFault(f, report)
+		if !known {
+			continue
+		}
+		// What checkFault cannot see: whether the target exists (a missing
+		// one was reported), the kind's rules about it, the environment.
+		target, exists := f.Proxy, proxies[f.Proxy]
+		if sp.Target == TargetDependency {
+			target, exists = f.Dependency, deps[f.Dependency] != nil || v.composeTarget(f)
+		}
+		switch {
+		case target == "":
+		case !exists && sp.Target == TargetProxy:
+			v.errorf(p+".proxy", "no proxy named %q%s", f.Proxy, knownNames(mapKeys(proxies)))
+		case !exists:
+			v.errorf(p+".dependency", "no dependency named %q%s", f.Dependency, knownNames(depNames(s)))
+		case sp.CheckTarget != nil:
+			sp.CheckTarget(s, f, report)
+		}
+		if sp.Target == TargetDependency && s.Environment.Type == EnvKubernetes {
+			v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)
+		}
+		if f.ManualStart || f.ManualEnd {
+			v.validateManual(p, *f)
+			continue
+		}
+		switch on, off := f.At.D(), f.At.D()+f.For.D(); {
+		case f.For.D() <= 0:
+			v.errorf(p+".for", "for must be above 0")
+		case on < t.Warmup.D():
+			v.errorf(p+".at", "fault starts (%s) inside the warmup (%s); start it at or after the warmup", on, t.Warmup.D())
+		case off > t.Duration.D():
+			v.errorf(p+".for", "fault ends (%s) after the run (duration %s)", off, t.Duration.D())
+		}
+	}
+}
