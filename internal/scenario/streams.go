@@ -173,6 +173,8 @@ var (
 	TargetsFormats = []string{"http", "json"}
 )
 
+// streams checks every stream: a unique name, then what each sends, at
+// which rate, when, and with which client and validity budgets.
 func (v *validator) streams() {
 	s := v.s
 	names := make([]string, len(s.Streams))
@@ -180,136 +182,198 @@ func (v *validator) streams() {
 		names[i] = st.Name
 	}
 	v.unique("stream", names, func(i int) string { return fmt.Sprintf("streams[%d]", i) })
-	end := s.Timeline.Duration.D()
 	for i := range s.Streams {
 		st := &s.Streams[i]
 		p := fmt.Sprintf("streams[%d]", i)
-		if len(st.Targets) == 0 && st.TargetsFile == nil {
-			v.errorf(p, "a stream needs targets or targetsFile")
+		v.streamRequests(p, st)
+		v.streamShape(p, st)
+		v.streamSpan(p, st)
+		v.streamClient(p, st)
+		v.streamBudgets(p, st)
+	}
+}
+
+// streamRequests checks what the stream at p sends: targets or a targets
+// file, and its basic authentication.
+func (v *validator) streamRequests(p string, st *Stream) {
+	if len(st.Targets) == 0 && st.TargetsFile == nil {
+		v.errorf(p, "a stream needs targets or targetsFile")
+	}
+	if len(st.Targets) > 0 && st.TargetsFile != nil {
+		v.errorf(p+".targetsFile", "set targets or targetsFile, not both")
+	}
+	for j, t := range st.Targets {
+		v.target(fmt.Sprintf("%s.targets[%d]", p, j), t, st.BasicAuth != nil)
+	}
+	if ba := st.BasicAuth; ba != nil {
+		v.basicAuth(p+".basicAuth", ba)
+	}
+	if tf := st.TargetsFile; tf != nil {
+		v.targetsFile(p+".targetsFile", tf)
+	}
+}
+
+// target checks one request template at tp: its method, URL, header names
+// and body template. basicAuth says that the stream sets Authorization.
+func (v *validator) target(tp string, t Target, basicAuth bool) {
+	if !tokenRE.MatchString(t.Method) {
+		v.errorf(tp+".method", "invalid HTTP method %q", t.Method)
+	}
+	if t.URL == "" {
+		v.errorf(tp+".url", "url is required")
+	} else {
+		v.checkURL(tp+".url", t.URL)
+	}
+	for k := range t.Headers {
+		if !tokenRE.MatchString(k) {
+			v.errorf(mapKeyPath(tp+".headers", k), "invalid header name %q", k)
 		}
-		if len(st.Targets) > 0 && st.TargetsFile != nil {
-			v.errorf(p+".targetsFile", "set targets or targetsFile, not both")
+		if basicAuth && strings.EqualFold(k, "Authorization") {
+			v.errorf(mapKeyPath(tp+".headers", k), "the stream's basicAuth sets Authorization; drop this header or basicAuth")
 		}
-		for j, t := range st.Targets {
-			tp := fmt.Sprintf("%s.targets[%d]", p, j)
-			if !tokenRE.MatchString(t.Method) {
-				v.errorf(tp+".method", "invalid HTTP method %q", t.Method)
-			}
-			if t.URL == "" {
-				v.errorf(tp+".url", "url is required")
-			} else {
-				v.checkURL(tp+".url", t.URL)
-			}
-			for k := range t.Headers {
-				if !tokenRE.MatchString(k) {
-					v.errorf(mapKeyPath(tp+".headers", k), "invalid header name %q", k)
-				}
-				if st.BasicAuth != nil && strings.EqualFold(k, "Authorization") {
-					v.errorf(mapKeyPath(tp+".headers", k), "the stream's basicAuth sets Authorization; drop this header or basicAuth")
-				}
-			}
-			if t.Body != "" {
-				if msg := checkBodyTemplate(t.Body); msg != "" {
-					v.errorf(tp+".body", "%s", msg)
-				}
-			}
+	}
+	if t.Body != "" {
+		if msg := checkBodyTemplate(t.Body); msg != "" {
+			v.errorf(tp+".body", "%s", msg)
 		}
-		if ba := st.BasicAuth; ba != nil {
-			if ba.Username == "" {
-				v.errorf(p+".basicAuth.username", "username is required (it may use ${env.NAME})")
-			} else if strings.Contains(ba.Username, ":") {
-				v.errorf(p+".basicAuth.username", "a basic auth username must not contain ':' (RFC 7617)")
-			}
+	}
+}
+
+// basicAuth checks a stream's basicAuth at p: a username without ':'.
+func (v *validator) basicAuth(p string, ba *BasicAuth) {
+	if ba.Username == "" {
+		v.errorf(p+".username", "username is required (it may use ${env.NAME})")
+	} else if strings.Contains(ba.Username, ":") {
+		v.errorf(p+".username", "a basic auth username must not contain ':' (RFC 7617)")
+	}
+}
+
+// targetsFile checks a stream's targetsFile at p: a path and a known format.
+func (v *validator) targetsFile(p string, tf *TargetsFile) {
+	if tf.Path == "" {
+		v.errorf(p+".path", "path is required")
+	}
+	if !oneOf(tf.Format, TargetsFormats) {
+		v.errorf(p+".format", "%s", unknownValue("targets format", tf.Format, TargetsFormats))
+	}
+}
+
+// streamShape checks that the stream at p sets exactly one of rate, ramp
+// and steps, each above 0 and within MaxStreamRate.
+func (v *validator) streamShape(p string, st *Stream) {
+	shapes := 0
+	if st.Rate != nil {
+		shapes++
+		if st.Rate.Freq <= 0 {
+			v.errorf(p+".rate", "rate must be above 0 (e.g. 2800/s), got %s", st.Rate)
 		}
-		if tf := st.TargetsFile; tf != nil {
-			if tf.Path == "" {
-				v.errorf(p+".targetsFile.path", "path is required")
-			}
-			if !oneOf(tf.Format, TargetsFormats) {
-				v.errorf(p+".targetsFile.format", "%s", unknownValue("targets format", tf.Format, TargetsFormats))
-			}
+		v.rateBound(p+".rate", *st.Rate)
+	}
+	if st.Ramp != nil {
+		shapes++
+		v.ramp(p+".ramp", st.Ramp)
+	}
+	if len(st.Steps) > 0 {
+		shapes++
+		v.steps(p, st)
+	}
+	if shapes != 1 {
+		v.errorf(p, "set exactly one of rate, ramp or steps (has %d)", shapes)
+	}
+}
+
+// ramp checks a stream's ramp at p: a from rate, some rate above 0, and
+// both rates within MaxStreamRate.
+func (v *validator) ramp(p string, r *Ramp) {
+	if r.From.Per == 0 {
+		v.errorf(p+".from", "from is required (e.g. 100/s)")
+	}
+	if r.To.Freq <= 0 && r.From.Freq <= 0 {
+		v.errorf(p, "a ramp must reach a rate above 0")
+	}
+	v.rateBound(p+".from", r.From)
+	v.rateBound(p+".to", r.To)
+}
+
+// steps checks the steps of the stream at p: each rate and length above 0,
+// and a written duration equal to their sum.
+func (v *validator) steps(p string, st *Stream) {
+	var sum time.Duration
+	for j, step := range st.Steps {
+		sp := fmt.Sprintf("%s.steps[%d]", p, j)
+		if step.Rate.Freq <= 0 {
+			v.errorf(sp+".rate", "rate must be above 0 (e.g. 200/s), got %s", step.Rate)
 		}
-		shapes := 0
-		if st.Rate != nil {
-			shapes++
-			if st.Rate.Freq <= 0 {
-				v.errorf(p+".rate", "rate must be above 0 (e.g. 2800/s), got %s", st.Rate)
-			}
-			v.rateBound(p+".rate", *st.Rate)
+		v.rateBound(sp+".rate", step.Rate)
+		if step.For.D() <= 0 {
+			v.errorf(sp+".for", "for must be above 0")
 		}
-		if st.Ramp != nil {
-			shapes++
-			if st.Ramp.From.Per == 0 {
-				v.errorf(p+".ramp.from", "from is required (e.g. 100/s)")
-			}
-			if st.Ramp.To.Freq <= 0 && st.Ramp.From.Freq <= 0 {
-				v.errorf(p+".ramp", "a ramp must reach a rate above 0")
-			}
-			v.rateBound(p+".ramp.from", st.Ramp.From)
-			v.rateBound(p+".ramp.to", st.Ramp.To)
+		sum += step.For.D()
+	}
+	if st.Duration.D() != sum {
+		v.errorf(p+".duration", "duration (%s) must equal the sum of the steps (%s); leave it out", st.Duration.D(), sum)
+	}
+}
+
+// streamSpan checks that the stream at p starts and ends inside the run.
+func (v *validator) streamSpan(p string, st *Stream) {
+	end := v.s.Timeline.Duration.D()
+	if st.Start.D() >= end {
+		v.errorf(p+".start", "stream starts (%s) at or after the end of the run (%s)", st.Start.D(), end)
+	} else if st.Duration.D() <= 0 {
+		v.errorf(p+".duration", "duration must be above 0")
+	} else if st.Start.D()+st.Duration.D() > end {
+		where := p + ".duration"
+		if _, wrote := v.s.Positions[where]; !wrote && len(st.Steps) > 0 {
+			where = p + ".steps"
 		}
-		if len(st.Steps) > 0 {
-			shapes++
-			var sum time.Duration
-			for j, step := range st.Steps {
-				sp := fmt.Sprintf("%s.steps[%d]", p, j)
-				if step.Rate.Freq <= 0 {
-					v.errorf(sp+".rate", "rate must be above 0 (e.g. 200/s), got %s", step.Rate)
-				}
-				v.rateBound(sp+".rate", step.Rate)
-				if step.For.D() <= 0 {
-					v.errorf(sp+".for", "for must be above 0")
-				}
-				sum += step.For.D()
-			}
-			if st.Duration.D() != sum {
-				v.errorf(p+".duration", "duration (%s) must equal the sum of the steps (%s); leave it out", st.Duration.D(), sum)
-			}
+		v.errorf(where, "stream ends (%s) after the run (duration %s)", st.Start.D()+st.Duration.D(), end)
+	}
+}
+
+// streamClient checks the client of the stream at p: its request timeout,
+// connection and worker caps, and retry behaviour.
+func (v *validator) streamClient(p string, st *Stream) {
+	if st.Timeout.D() <= 0 {
+		v.errorf(p+".timeout", "timeout must be above 0")
+	}
+	if st.MaxConnections < 0 {
+		v.errorf(p+".maxConnections", "must not be negative")
+	}
+	if st.MaxWorkers < 0 {
+		v.errorf(p+".maxWorkers", "must not be negative")
+	} else if st.MaxWorkers > MaxStreamWorkers {
+		v.errorf(p+".maxWorkers", "maxWorkers %d is above drill's limit of %d concurrent requests per stream", st.MaxWorkers, MaxStreamWorkers)
+	}
+	if r := st.Retry; r != nil {
+		v.retry(p+".retry", r)
+	}
+}
+
+// retry checks a stream's retry at p: a known policy, at most 100
+// attempts, and HTTP statuses to retry on.
+func (v *validator) retry(p string, r *Retry) {
+	if !oneOf(string(r.Policy), RetryPolicies) {
+		v.errorf(p+".policy", "%s", unknownValue("retry policy", string(r.Policy), RetryPolicies))
+	}
+	if r.MaxAttempts < 0 || r.MaxAttempts > 100 {
+		v.errorf(p+".maxAttempts", "maxAttempts must be between 1 and 100, got %d", r.MaxAttempts)
+	}
+	for j, c := range r.On {
+		if c < 100 || c > 599 {
+			v.errorf(fmt.Sprintf("%s.on[%d]", p, j), "status %d is not an HTTP status (100-599)", c)
 		}
-		if shapes != 1 {
-			v.errorf(p, "set exactly one of rate, ramp or steps (has %d)", shapes)
-		}
-		if st.Start.D() >= end {
-			v.errorf(p+".start", "stream starts (%s) at or after the end of the run (%s)", st.Start.D(), end)
-		} else if st.Duration.D() <= 0 {
-			v.errorf(p+".duration", "duration must be above 0")
-		} else if st.Start.D()+st.Duration.D() > end {
-			where := p + ".duration"
-			if _, wrote := v.s.Positions[where]; !wrote && len(st.Steps) > 0 {
-				where = p + ".steps"
-			}
-			v.errorf(where, "stream ends (%s) after the run (duration %s)", st.Start.D()+st.Duration.D(), end)
-		}
-		if st.Timeout.D() <= 0 {
-			v.errorf(p+".timeout", "timeout must be above 0")
-		}
-		if st.MaxConnections < 0 {
-			v.errorf(p+".maxConnections", "must not be negative")
-		}
-		if st.MaxWorkers < 0 {
-			v.errorf(p+".maxWorkers", "must not be negative")
-		} else if st.MaxWorkers > MaxStreamWorkers {
-			v.errorf(p+".maxWorkers", "maxWorkers %d is above drill's limit of %d concurrent requests per stream", st.MaxWorkers, MaxStreamWorkers)
-		}
-		if r := st.Retry; r != nil {
-			if !oneOf(string(r.Policy), RetryPolicies) {
-				v.errorf(p+".retry.policy", "%s", unknownValue("retry policy", string(r.Policy), RetryPolicies))
-			}
-			if r.MaxAttempts < 0 || r.MaxAttempts > 100 {
-				v.errorf(p+".retry.maxAttempts", "maxAttempts must be between 1 and 100, got %d", r.MaxAttempts)
-			}
-			for j, c := range r.On {
-				if c < 100 || c > 599 {
-					v.errorf(fmt.Sprintf("%s.retry.on[%d]", p, j), "status %d is not an HTTP status (100-599)", c)
-				}
-			}
-		}
-		if m := st.MaxConnectionErrors; m != nil && !(*m >= 0 && *m <= 1) {
-			v.errorf(p+".maxConnectionErrors", "maxConnectionErrors must be between 0 and 1, got %v", *m)
-		}
-		if lb := st.LagBudget; lb != nil && !(lb.Fraction >= 0 && lb.Fraction <= 1) {
-			v.errorf(p+".lagBudget.fraction", "fraction must be between 0 and 1, got %v", lb.Fraction)
-		}
+	}
+}
+
+// streamBudgets checks the validity budgets of the stream at p: the share
+// of connection errors and of late requests, each between 0 and 1.
+func (v *validator) streamBudgets(p string, st *Stream) {
+	if m := st.MaxConnectionErrors; m != nil && !(*m >= 0 && *m <= 1) {
+		v.errorf(p+".maxConnectionErrors", "maxConnectionErrors must be between 0 and 1, got %v", *m)
+	}
+	if lb := st.LagBudget; lb != nil && !(lb.Fraction >= 0 && lb.Fraction <= 1) {
+		v.errorf(p+".lagBudget.fraction", "fraction must be between 0 and 1, got %v", lb.Fraction)
 	}
 }
 
