@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drillhq/drill/internal/console"
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/runner"
 	"github.com/drillhq/drill/internal/scenario"
@@ -59,7 +60,7 @@ func (f *uiFlags) listen(g *Globals, sc *scenario.Scenario) (*uiServer, error) {
 }
 
 // attach is runner.Options.OnLive (nil without a console).
-func (u *uiServer) attach() func(*runner.Control) {
+func (u *uiServer) attach() func(*control.Control) {
 	if u.srv == nil {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drillhq/drill/internal/runner"
+	"github.com/drillhq/drill/internal/control"
 )
 
 // CSRFHeader must accompany a POST authorised by the cookie (the page
@@ -125,15 +125,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // starts), the timeline newest first, and the outcome once over.
 type StateResponse struct {
 	// Phase is "starting" until load starts, "running", then "over".
-	Phase string        `json:"phase"`
-	Run   *runner.State `json:"run,omitempty"`
+	Phase string         `json:"phase"`
+	Run   *control.State `json:"run,omitempty"`
 	// Events are the kept timeline events, newest first; Seq is the
 	// number of the newest (stream "event"s numbered up to it are in Events).
 	Events []SeqEvent `json:"events"`
 	Seq    int64      `json:"seq"`
 	// Assertions are judged on the data so far: provisional.
-	Assertions []runner.Provisional `json:"assertions,omitempty"`
-	Final      *Final               `json:"final,omitempty"`
+	Assertions []control.Provisional `json:"assertions,omitempty"`
+	Final      *Final                `json:"final,omitempty"`
 	// Operator is the label of the caller's token ("" when read-only).
 	Operator string `json:"operator,omitempty"`
 }
@@ -217,7 +217,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // control returns the live run's control, or writes 409.
-func (s *Server) control(w http.ResponseWriter) *runner.Control {
+func (s *Server) control(w http.ResponseWriter) *control.Control {
 	s.mu.Lock()
 	c := s.ctl
 	s.mu.Unlock()
@@ -228,16 +228,16 @@ func (s *Server) control(w http.ResponseWriter) *runner.Control {
 }
 
 // commandResult answers a command: 200 with the new state, or the error.
-func (s *Server) commandResult(w http.ResponseWriter, r *http.Request, c *runner.Control, err error) {
+func (s *Server) commandResult(w http.ResponseWriter, r *http.Request, c *control.Control, err error) {
 	switch {
 	case err == nil:
 		s.refresh(c)
 		writeJSON(w, http.StatusOK, s.stateResponse(r))
-	case errors.Is(err, runner.ErrUnknownFault):
+	case errors.Is(err, control.ErrUnknownFault):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, runner.ErrConflict):
+	case errors.Is(err, control.ErrConflict):
 		writeError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, runner.ErrBadCommand):
+	case errors.Is(err, control.ErrBadCommand):
 		writeError(w, http.StatusBadRequest, err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, err.Error())

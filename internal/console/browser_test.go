@@ -16,10 +16,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/record"
-	"github.com/drillhq/drill/internal/runner"
 	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
@@ -252,10 +252,10 @@ func TestConsolePageLightInBrowser(t *testing.T) {
 	// feed publishes the run at second n, as the console's follow loop
 	// does each second.
 	feed := func(n int) {
-		st := runner.State{Scenario: "light", RunID: "r1", Now: time.Duration(n) * time.Second, Duration: 600 * time.Second,
+		st := control.State{Scenario: "light", RunID: "r1", Now: time.Duration(n) * time.Second, Duration: 600 * time.Second,
 			Phase: "run", Running: true,
-			Streams:  []runner.StreamLive{{Name: "orders", State: "running", IntendedRate: 100, AchievedRate: 100, P50: 3 * time.Millisecond, P99: 9 * time.Millisecond}},
-			Services: []runner.ServiceLive{{Name: "api", Ready: 2, Replicas: 2}}}
+			Streams:  []control.StreamLive{{Name: "orders", State: "running", IntendedRate: 100, AchievedRate: 100, P50: 3 * time.Millisecond, P99: 9 * time.Millisecond}},
+			Services: []control.ServiceLive{{Name: "api", Ready: 2, Replicas: 2}}}
 		p := srv.live.setState(st)
 		srv.hub.publish("state", st)
 		srv.hub.publish("point", p)

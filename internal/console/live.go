@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/event"
-	"github.com/drillhq/drill/internal/runner"
 )
 
 // Bounds that keep the console's memory flat however long the run.
@@ -53,9 +53,9 @@ type ServicePoint struct {
 // last maxPoints points and the last maxEvents timeline events.
 type liveState struct {
 	mu    sync.Mutex
-	state *runner.State
+	state *control.State
 	// provisional are the assertions judged on the data so far.
-	provisional []runner.Provisional
+	provisional []control.Provisional
 	points      []Point
 	events      []SeqEvent
 	// seq numbers the kept events from 1.
@@ -72,7 +72,7 @@ type SeqEvent struct {
 
 func newLiveState() *liveState { return &liveState{} }
 
-func (l *liveState) setState(st runner.State) Point {
+func (l *liveState) setState(st control.State) Point {
 	p := Point{T: st.Now.Seconds(), Streams: map[string]StreamPoint{}, Ready: map[string]ServicePoint{}}
 	for _, s := range st.Streams {
 		p.Streams[s.Name] = StreamPoint{
@@ -118,7 +118,7 @@ func (l *liveState) addEvent(e event.Event) SeqEvent {
 
 // snapshot returns the state, the points and the kept events with the
 // number of the last one.
-func (l *liveState) snapshot() (*runner.State, []Point, []SeqEvent, int64) {
+func (l *liveState) snapshot() (*control.State, []Point, []SeqEvent, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.state, append([]Point(nil), l.points...), append([]SeqEvent(nil), l.events...), l.seq
@@ -126,7 +126,7 @@ func (l *liveState) snapshot() (*runner.State, []Point, []SeqEvent, int64) {
 
 // follow samples the run's state every second and relays its events to
 // the viewers until ctx ends or the timeline stops (one last state then).
-func (s *Server) follow(ctx context.Context, c *runner.Control) {
+func (s *Server) follow(ctx context.Context, c *control.Control) {
 	ch := make(chan event.Event, 4096)
 	for _, e := range c.Follow(ch) {
 		if keep(e) {
@@ -253,7 +253,7 @@ func (h *hub) close() {
 }
 
 // refresh takes the run's state now, keeps it and sends it to the viewers.
-func (s *Server) refresh(c *runner.Control) runner.State {
+func (s *Server) refresh(c *control.Control) control.State {
 	st := c.State()
 	s.live.mu.Lock()
 	s.live.state = &st

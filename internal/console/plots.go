@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/drillhq/drill/internal/runner"
+	"github.com/drillhq/drill/internal/control"
 )
 
 // Plot names served at /api/plots/{name}.
@@ -96,7 +96,7 @@ func (s *Server) finalPlots() map[string]string {
 
 // renderPlot draws one plot of the points so far as SVG, fault windows
 // shaded (fonts are named, not embedded: the browser uses its own).
-func renderPlot(name string, st *runner.State, points []Point) ([]byte, error) {
+func renderPlot(name string, st *control.State, points []Point) ([]byte, error) {
 	p := plot.New()
 	p.X.Label.Text = "t (s)"
 	p.Legend.Top, p.Legend.Left = true, true

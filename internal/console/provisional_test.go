@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
-	"github.com/drillhq/drill/internal/runner"
 	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
@@ -34,22 +34,22 @@ func provisionalVerdicts(t *testing.T) (invalid string) {
 	d := startDrill(t, "provisional.yaml", Options{})
 	tok := d.srv.Token()
 	ev := d.events(t)
-	byName := func(list []runner.Provisional) map[string]runner.Provisional {
-		out := map[string]runner.Provisional{}
+	byName := func(list []control.Provisional) map[string]control.Provisional {
+		out := map[string]control.Provisional{}
 		for _, a := range list {
 			out[a.Name] = a
 		}
 		return out
 	}
 	// assertions waits for an "assertions" message that ok accepts.
-	assertions := func(what string, limit time.Duration, ok func(map[string]runner.Provisional) bool) map[string]runner.Provisional {
+	assertions := func(what string, limit time.Duration, ok func(map[string]control.Provisional) bool) map[string]control.Provisional {
 		t.Helper()
-		var got map[string]runner.Provisional
+		var got map[string]control.Provisional
 		ev.waitFor(t, what, limit, func(m sseMsg) bool {
 			if m.name != "assertions" {
 				return false
 			}
-			var list []runner.Provisional
+			var list []control.Provisional
 			if err := json.Unmarshal(m.data, &list); err != nil {
 				t.Fatalf("assertions message: %v: %s", err, m.data)
 			}
@@ -61,7 +61,7 @@ func provisionalVerdicts(t *testing.T) (invalid string) {
 
 	// Before the operator starts the fault its window has not begun; the
 	// run's window is judged on its closed seconds.
-	before := assertions("the run's error rate passing so far", 60*time.Second, func(a map[string]runner.Provisional) bool {
+	before := assertions("the run's error rate passing so far", 60*time.Second, func(a map[string]control.Provisional) bool {
 		return a["no-errors"].Verdict == "pass"
 	})
 	for name, a := range before {
@@ -88,7 +88,7 @@ func provisionalVerdicts(t *testing.T) (invalid string) {
 		}
 		onAt = e.At
 	}
-	during := assertions("slow-p50 failing on the fault's seconds so far", 40*time.Second, func(a map[string]runner.Provisional) bool {
+	during := assertions("slow-p50 failing on the fault's seconds so far", 40*time.Second, func(a map[string]control.Provisional) bool {
 		return a["slow-p50"].Verdict == "fail"
 	})
 	if a := during["slow-p50"]; !a.Provisional || a.Through <= onAt || a.Bound == "" {

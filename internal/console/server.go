@@ -9,7 +9,7 @@
 // outside the machine: no CDN, no remote font, a small hand-written script.
 //
 // A Server is bound before the run touches anything ([Listen]), handed
-// the run's [runner.Control] when load starts ([Server.Attach]) and told
+// the run's [control.Control] when load starts ([Server.Attach]) and told
 // the outcome when the run is over ([Server.Finish]).
 package console
 
@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/runner"
 )
 
@@ -69,7 +70,7 @@ type Server struct {
 	plots    plotCache
 	serveErr chan error
 	mu       sync.Mutex
-	ctl      *runner.Control
+	ctl      *control.Control
 	final    *Final
 	// reportDir holds the run's reports once it is over.
 	reportDir string
@@ -219,7 +220,7 @@ func (s *Server) who(v string) string {
 
 // Attach gives the console the live run. It is meant as
 // runner.Options.OnLive: it returns at once.
-func (s *Server) Attach(c *runner.Control) {
+func (s *Server) Attach(c *control.Control) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	s.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/runner"
 )
 
@@ -170,9 +171,9 @@ func TestEndCarriesLastPlots(t *testing.T) {
 	}
 	defer s.Close(context.Background())
 	for n := range 5 {
-		s.live.setState(runner.State{Now: time.Duration(n) * time.Second, Duration: 5 * time.Second,
-			Streams:  []runner.StreamLive{{Name: "orders", IntendedRate: 50, AchievedRate: 50, P50: 2 * time.Millisecond, P99: 7 * time.Millisecond}},
-			Services: []runner.ServiceLive{{Name: "api", Ready: 1, Replicas: 2}}})
+		s.live.setState(control.State{Now: time.Duration(n) * time.Second, Duration: 5 * time.Second,
+			Streams:  []control.StreamLive{{Name: "orders", IntendedRate: 50, AchievedRate: 50, P50: 2 * time.Millisecond, P99: 7 * time.Millisecond}},
+			Services: []control.ServiceLive{{Name: "api", Ready: 1, Replicas: 2}}})
 	}
 	d := &drill{srv: s}
 	ev := d.events(t)

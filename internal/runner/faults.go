@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
@@ -28,6 +29,10 @@ const (
 	// scheduled end; a faultEnd, a stop condition or the end of the run
 	// still end it.
 	faultHold
+	// faultRelease lets a held fault be switched off by its scheduled end
+	// again. It does not end the fault: whoever releases a fault whose
+	// scheduled end has passed ends it.
+	faultRelease
 )
 
 // faultCommand is one thing the scheduler is asked to do with one fault:
@@ -47,7 +52,7 @@ type faultCommand struct {
 
 // errFaultCommand is wrapped by the errors of commands that do not apply
 // to their fault's state (no such fault, already on, already ended, not
-// on); nothing was changed.
+// on, already held, not held); nothing was changed.
 var errFaultCommand = errors.New("fault command does not apply")
 
 // faultState tracks one scheduled fault.
@@ -58,8 +63,10 @@ type faultState struct {
 	revert   inject.Revert
 	on, done bool
 	held     bool
-	// ctl is what an operator's console reads of the fault (control.go).
-	ctl faultControl
+	// onAt and offAt are when the fault went on and off, valid when
+	// wasOn / wasOff.
+	onAt, offAt   time.Duration
+	wasOn, wasOff bool
 }
 
 // faultScheduler switches a run's faults on and off: at the plan's times
@@ -97,6 +104,25 @@ func (s *faultScheduler) specs() []scenario.Fault {
 	out := make([]scenario.Fault, 0, len(s.order))
 	for _, name := range s.order {
 		out = append(out, s.faults[name].spec)
+	}
+	return out
+}
+
+// status returns each fault's state now, in scenario order.
+func (s *faultScheduler) status() []control.FaultStatus {
+	out := make([]control.FaultStatus, 0, len(s.order))
+	for _, name := range s.order {
+		fs := s.faults[name]
+		fs.mu.Lock()
+		st := control.FaultStatus{Spec: fs.spec, On: fs.on, Held: fs.held, Done: fs.done, OnAt: -1, OffAt: -1}
+		if fs.wasOn {
+			st.OnAt = fs.onAt
+		}
+		if fs.wasOff {
+			st.OffAt = fs.offAt
+		}
+		fs.mu.Unlock()
+		out = append(out, st)
 	}
 	return out
 }
@@ -162,11 +188,23 @@ func (s *faultScheduler) do(ctx context.Context, c faultCommand) error {
 	case faultHold:
 		fs.mu.Lock()
 		defer fs.mu.Unlock()
-		if !fs.on {
+		switch {
+		case !fs.on:
 			return fmt.Errorf("%w: fault %s is not on", errFaultCommand, c.Fault)
+		case fs.held:
+			return fmt.Errorf("%w: fault %s is already held", errFaultCommand, c.Fault)
 		}
 		fs.held = true
 		s.log.Info("fault held", "fault", c.Fault, "why", c.Why, "t", s.clock.Now().Round(time.Millisecond))
+		return nil
+	case faultRelease:
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		if !fs.on || !fs.held {
+			return fmt.Errorf("%w: fault %s is not held", errFaultCommand, c.Fault)
+		}
+		fs.held = false
+		s.log.Info("fault released", "fault", c.Fault, "why", c.Why, "t", s.clock.Now().Round(time.Millisecond))
 		return nil
 	}
 	return fmt.Errorf("%w: unknown command %d", errFaultCommand, c.Kind)
@@ -193,7 +231,7 @@ func (s *faultScheduler) turnOn(ctx context.Context, fs *faultState) error {
 	}
 	fs.revert = s.stack.Push("fault "+fs.spec.Name, revert)
 	fs.on = true
-	fs.ctl.markOn(at)
+	fs.onAt, fs.wasOn = at, true
 	s.log.Info("fault on", "fault", fs.spec.Name, "type", fs.spec.Type, "t", at.Round(time.Millisecond))
 	s.evlog.Emit(event.Event{At: at, Kind: event.FaultOn, Source: "run", Fault: fs.spec.Name, Detail: string(fs.spec.Type)})
 	return nil
@@ -217,7 +255,7 @@ func (s *faultScheduler) turnOff(fs *faultState, why string, scheduled bool) err
 	err := fs.revert(ctx)
 	at := s.clock.Now()
 	fs.on, fs.done = false, true
-	fs.ctl.markOff(at)
+	fs.offAt, fs.wasOff = at, true
 	if err != nil {
 		s.log.Error("fault could not be reverted", "fault", fs.spec.Name, "err", err)
 		s.evlog.Emit(event.Event{At: at, Kind: event.FaultError, Source: "run", Fault: fs.spec.Name, Detail: "revert: " + err.Error()})

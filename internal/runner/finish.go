@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/measure"
@@ -218,6 +219,12 @@ func (tl *timeline) snapshot() progress.Snapshot {
 	snap.Faults = tl.faults.active()
 	snap.Streams = tl.engine.Live(5 * time.Second)
 	return snap
+}
+
+// followOperators moves the plan's windows of the faults operators
+// touched to their actual times (see [plan.Plan.FollowOperators]).
+func (r *run) followOperators(events []event.Event) {
+	r.plan.FollowOperators(r.sc.Faults, events, r.sc.Timeline.Recovery.D())
 }
 
 // phaseAt names the part of the timeline at offset now for progress lines:

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
@@ -60,9 +61,9 @@ type Options struct {
 	RunID string
 	// Version is drill's version, recorded in run.json.
 	Version string
-	// OnLive, when set, receives the run's [Control] once load starts
-	// (t=0), from the run's goroutine; it must not block.
-	OnLive func(*Control)
+	// OnLive, when set, receives the run's [control.Control] once load
+	// starts (t=0), from the run's goroutine; it must not block.
+	OnLive func(*control.Control)
 	// OnLate, when set, is called once a stream of the local load
 	// generator has sent load.LateHookAfter requests late (see
 	// load.Options.OnLate); drill's developers save a runtime trace then

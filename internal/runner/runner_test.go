@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/record"
@@ -109,7 +110,7 @@ func TestRunInterruptedRevertsFaults(t *testing.T) {
 	defer cancel(nil)
 	// The fault is on from 3 s to 6 s after load starts (t=0, when OnLive
 	// is called, however long bring-up took): interrupt at 4.5 s.
-	opts.OnLive = func(*Control) {
+	opts.OnLive = func(*control.Control) {
 		time.AfterFunc(4500*time.Millisecond, func() { cancel(errors.New("interrupted by test")) })
 	}
 	res, err := Run(ctx, opts)

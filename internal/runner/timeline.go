@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drillhq/drill/internal/control"
 	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
@@ -37,7 +38,7 @@ type timeline struct {
 	// live keeps the window-judged assertions' streams merged over their
 	// windows for the console's provisional verdicts (nil without a
 	// console, or when no assertion needs it).
-	live *liveWindows
+	live *control.Windows
 	// aborted is set when a stop condition aborts or a signal ended the run.
 	abortMu sync.Mutex
 	aborted error
@@ -94,8 +95,8 @@ func (r *run) newTimeline() (*timeline, error) {
 		tl.engine, tl.workers = wl, wl
 	}
 	if r.opts.OnLive != nil {
-		if tl.live = newLiveWindows(r.sc, livePlan(r, r.evlog.Events())); tl.live != nil {
-			tl.journal.tap = tl.live.add
+		if tl.live = control.NewWindows(r.sc, r.plan, r.evlog.Events()); tl.live != nil {
+			tl.journal.tap = tl.live.Add
 		}
 	}
 	// The warm traffic's requests, built as the engine builds its own (the

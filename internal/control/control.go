@@ -1,9 +1,18 @@
-package runner
+// Package control is an operator's hand on a live run, for the game-day
+// console (drill run --ui): the run's state now, operator commands (start,
+// end, hold and release a fault, stop the load, abort, annotate), each
+// recorded as an operator event on the run's clock, and the assertions'
+// provisional verdicts on the data so far. A fault is only ever switched
+// through the run's fault scheduler ([Faults]); the runner fills in a
+// [Run] with what a [Control] reads and commands when the run's timeline
+// starts, and hands the console the [Control] ([Start]).
+package control
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +21,8 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/load"
+	"github.com/drillhq/drill/internal/plan"
+	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -39,48 +50,113 @@ const (
 	FaultEnded   = "ended"
 )
 
-// faultControl is what the console reads of one fault, guarded by the
-// fault's own mutex (faultState.mu).
-type faultControl struct {
-	// onAt and offAt are when the fault went on and off, valid when
-	// wasOn / wasOff.
-	onAt, offAt   time.Duration
-	wasOn, wasOff bool
+// Faults is a run's fault scheduler as a [Control] commands it: every
+// switch of a fault, and every hold and release, goes through it. Its
+// methods are safe for concurrent use. A command that does not apply to
+// its fault's state now (no such fault, already on, not on, already held,
+// not held) changes nothing and returns an error wrapping [ErrConflict].
+type Faults interface {
+	// Start switches fault name on now, with why in the logs. Besides a
+	// conflict, it returns the error applying the fault (the run then
+	// aborts, exit 3).
+	Start(ctx context.Context, name, why string) error
+	// End switches fault name off for good, held or not, why being the
+	// fault-off event's detail; a scheduled end (the fault's for: has
+	// run out) leaves a held fault on. Besides a conflict, it returns the
+	// error reverting the fault (its revert is retried at the run's end).
+	End(name, why string, scheduled bool) error
+	// Hold keeps fault name, which is on, from being switched off by its
+	// scheduled end; an End that is not scheduled, a stop condition or
+	// the end of the run still end it.
+	Hold(name, why string) error
+	// Release lets held fault name be ended by its schedule again; it
+	// does not end it (the caller ends a fault whose end has passed).
+	Release(name, why string) error
+	// EndAll switches off every fault that is on, held or not, and ends
+	// every fault for good, why being the fault-off events' detail.
+	EndAll(why string)
+	// Status returns each fault's state now, in scenario order.
+	Status() []FaultStatus
 }
 
-// markOn records that the fault went on at at (the caller holds fs.mu).
-func (c *faultControl) markOn(at time.Duration) { c.onAt, c.wasOn = at, true }
+// FaultStatus is one fault's state as the fault scheduler holds it.
+type FaultStatus struct {
+	// Spec is the fault as the scenario declares it.
+	Spec scenario.Fault
+	// On: applied now; Held: on and held past its scheduled end; Done:
+	// ended for good (or failed to apply).
+	On, Held, Done bool
+	// OnAt and OffAt are when it went on and off on the run's clock; -1
+	// until then.
+	OnAt, OffAt time.Duration
+}
 
-// markOff records that the fault went off at at (the caller holds fs.mu).
-func (c *faultControl) markOff(at time.Duration) { c.offAt, c.wasOff = at, true }
+// Run is what a [Control] reads and commands of one live run; the runner
+// fills it in when the run's timeline starts (t=0). A nil func reads as
+// nothing (no streams, no services).
+type Run struct {
+	// Scenario is the run's scenario (defaulted and validated).
+	Scenario *scenario.Scenario
+	// Plan is the run's plan as built; a Control never changes it.
+	Plan *plan.Plan
+	// ID is the run's id.
+	ID string
+	// Clock is the run's clock (t=0: load started).
+	Clock *event.Clock
+	// Events is the run's event log; operator events are emitted to it.
+	Events *event.Log
+	// Log receives a line per operator action; nil discards them.
+	Log *slog.Logger
+	// Redactor redacts annotations; nil keeps them as written.
+	Redactor *redact.Redactor
+	// Phase names the part of the plan at an offset on the run's clock
+	// (warmup, a window's name, run, end); nil: the phase is "run".
+	Phase func(now time.Duration) string
+	// Faults is the run's fault scheduler.
+	Faults Faults
+	// Streams returns each stream's figures over the last window.
+	Streams func(window time.Duration) []load.StreamLive
+	// Services returns the local services' replicas now (nil outside the
+	// local runtime).
+	Services func() []ServiceLive
+	// StopLoad stops the load; the timeline runs on to its end.
+	StopLoad func()
+	// Abort stops the run's timeline now, err being why the run ends
+	// (exit 3, as with Ctrl-C).
+	Abort func(err error)
+	// Windows keeps the stream-judged assertions' seconds for
+	// [Control.Provisional] ([NewWindows]); nil: those are judged when
+	// the run ends.
+	Windows *Windows
+}
 
 // Control is an operator's handle on a live run (the game-day console):
 // it reads the run's state and events and carries out commands, each
 // recorded as an [event.Operator] event on the run's clock (and so in
 // run.json and report.html). It is safe for concurrent use; concurrent
-// commands on one fault are serialised, and the loser of a race gets an
-// error wrapping [ErrConflict]. Once the timeline has stopped every
-// command fails with [ErrConflict].
+// commands on one fault are serialised by the fault scheduler, and the
+// loser of a race gets an error wrapping [ErrConflict]. Once the timeline
+// has stopped every command fails with [ErrConflict].
 type Control struct {
-	tl *timeline
+	run Run
 	// ctx is the timeline's context: done once the timeline stopped.
-	ctx                    context.Context
-	stopLoad, stopTimeline context.CancelFunc
-	mu                     sync.Mutex
-	loadStopped            bool
+	ctx         context.Context
+	mu          sync.Mutex
+	loadStopped bool
 }
 
-// goLive hands the run's [Control] to Options.OnLive once the timeline
-// runs (t=0).
-func (tl *timeline) goLive(ctx context.Context, stopLoad, stopTimeline context.CancelFunc) {
-	if tl.r.opts.OnLive == nil {
-		return
+// Start returns the [Control] of run, whose timeline runs until ctx ends,
+// and keeps run.Windows following the operators' and the faults' events
+// until then.
+func Start(ctx context.Context, run Run) *Control {
+	if run.Log == nil {
+		run.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &Control{tl: tl, ctx: ctx, stopLoad: stopLoad, stopTimeline: stopTimeline}
-	if tl.live != nil {
-		go tl.live.follow(ctx, tl.r)
+	c := &Control{run: run, ctx: ctx}
+	if run.Windows != nil {
+		go run.Windows.follow(ctx, run.Scenario, run.Plan, run.Events)
 	}
-	tl.r.opts.OnLive(c)
+	return c
 }
 
 // FaultLive is one fault's state now.
@@ -151,58 +227,46 @@ type StreamLive struct {
 
 // State returns the run's state now.
 func (c *Control) State() State {
-	tl, r := c.tl, c.tl.r
-	now := r.clock.Now()
+	r := c.run
+	now := r.Clock.Now()
+	phase := "run"
+	if r.Phase != nil {
+		phase = r.Phase(now)
+	}
 	st := State{
-		Scenario: r.sc.Metadata.Name, RunID: r.id, Now: now,
-		Duration: r.plan.Duration, Warmup: r.plan.Warmup,
-		Phase: phaseAt(r.plan, now), Running: c.ctx.Err() == nil,
+		Scenario: r.Scenario.Metadata.Name, RunID: r.ID, Now: now,
+		Duration: r.Plan.Duration, Warmup: r.Plan.Warmup,
+		Phase: phase, Running: c.ctx.Err() == nil,
 	}
 	c.mu.Lock()
 	st.LoadStopped = c.loadStopped
 	c.mu.Unlock()
 
-	for _, name := range tl.faults.order {
-		fs := tl.faults.faults[name]
-		fs.mu.Lock()
-		fl := FaultLive{Name: name, Type: string(fs.spec.Type), ManualStart: fs.spec.ManualStart, ManualEnd: fs.spec.ManualEnd,
-			At: fs.spec.At.D(), For: fs.spec.For.D(), OnAt: -1, OffAt: -1}
+	for _, fs := range c.faults() {
+		fl := FaultLive{Name: fs.Spec.Name, Type: string(fs.Spec.Type), ManualStart: fs.Spec.ManualStart, ManualEnd: fs.Spec.ManualEnd,
+			At: fs.Spec.At.D(), For: fs.Spec.For.D(), OnAt: fs.OnAt, OffAt: fs.OffAt}
 		switch {
-		case fs.on && fs.held:
+		case fs.On && fs.Held:
 			fl.State = FaultHeld
-		case fs.on:
+		case fs.On:
 			fl.State = FaultOnState
-		case fs.done:
+		case fs.Done:
 			fl.State = FaultEnded
-		case fs.spec.ManualStart:
+		case fs.Spec.ManualStart:
 			fl.State = FaultWaiting
 		default:
 			fl.State = FaultPending
 		}
-		if fs.ctl.wasOn {
-			fl.OnAt = fs.ctl.onAt
-		}
-		if fs.ctl.wasOff {
-			fl.OffAt = fs.ctl.offAt
-		}
-		fs.mu.Unlock()
 		st.Faults = append(st.Faults, fl)
 	}
 	st.Phase = livePhase(st.Phase, st.Faults)
-	for _, l := range tl.engine.Live(time.Second) {
-		st.Streams = append(st.Streams, streamLive(l))
-	}
-	if r.env != nil {
-		for name, svc := range r.env.services {
-			sl := ServiceLive{Name: name}
-			for _, rs := range svc.Status() {
-				sl.Replicas++
-				if rs.Ready {
-					sl.Ready++
-				}
-			}
-			st.Services = append(st.Services, sl)
+	if r.Streams != nil {
+		for _, l := range r.Streams(time.Second) {
+			st.Streams = append(st.Streams, streamLive(l))
 		}
+	}
+	if r.Services != nil {
+		st.Services = r.Services()
 		sort.Slice(st.Services, func(i, j int) bool { return st.Services[i].Name < st.Services[j].Name })
 	}
 	return st
@@ -221,43 +285,44 @@ func streamLive(l load.StreamLive) StreamLive {
 // Follow returns the events logged so far and sends every later one to ch
 // without blocking (a full ch drops events for this follower only).
 func (c *Control) Follow(ch chan<- event.Event) []event.Event {
-	return c.tl.r.evlog.Follow(ch)
+	return c.run.Events.Follow(ch)
 }
 
 // Done is closed once the timeline has stopped (commands are then refused).
 func (c *Control) Done() <-chan struct{} { return c.ctx.Done() }
 
 // Clock is the run's clock.
-func (c *Control) Clock() *event.Clock { return c.tl.r.clock }
+func (c *Control) Clock() *event.Clock { return c.run.Clock }
 
 // now is the run's clock now.
-func (c *Control) now() time.Duration { return c.tl.r.clock.Now() }
+func (c *Control) now() time.Duration { return c.run.Clock.Now() }
+
+// faults is each fault's state now (none without a scheduler).
+func (c *Control) faults() []FaultStatus {
+	if c.run.Faults == nil {
+		return nil
+	}
+	return c.run.Faults.Status()
+}
 
 // record emits an operator event at at (taken when the command came, so
 // that it precedes what the command caused).
 func (c *Control) record(at time.Duration, who, action, fault, detail string) {
-	r := c.tl.r
-	r.log.Info("operator action", "operator", who, "action", action, "fault", fault, "t", at.Round(time.Millisecond))
-	r.evlog.Emit(event.Event{At: at, Kind: event.Operator, Source: "console", Operator: who, Reason: action, Fault: fault, Detail: detail})
+	c.run.Log.Info("operator action", "operator", who, "action", action, "fault", fault, "t", at.Round(time.Millisecond))
+	c.run.Events.Emit(event.Event{At: at, Kind: event.Operator, Source: "console", Operator: who, Reason: action, Fault: fault, Detail: detail})
 }
 
-func (c *Control) fault(name string) (*faultState, error) {
+// fault returns the state of fault name now.
+func (c *Control) fault(name string) (FaultStatus, error) {
 	if c.ctx.Err() != nil {
-		return nil, fmt.Errorf("the run's timeline is over: %w", ErrConflict)
+		return FaultStatus{}, fmt.Errorf("the run's timeline is over: %w", ErrConflict)
 	}
-	fs := c.tl.faults.faults[name]
-	if fs == nil {
-		return nil, fmt.Errorf("fault %q: %w", name, ErrUnknownFault)
+	for _, fs := range c.faults() {
+		if fs.Spec.Name == name {
+			return fs, nil
+		}
 	}
-	return fs, nil
-}
-
-// conflict turns the scheduler's refusal into [ErrConflict].
-func conflict(err error) error {
-	if errors.Is(err, errFaultCommand) {
-		return fmt.Errorf("%w: %w", ErrConflict, err)
-	}
-	return err
+	return FaultStatus{}, fmt.Errorf("fault %q: %w", name, ErrUnknownFault)
 }
 
 // StartFault turns on a fault the scenario declares with at: manual. A
@@ -271,25 +336,25 @@ func (c *Control) StartFault(name, who string) error {
 	if err != nil {
 		return err
 	}
-	if !fs.spec.ManualStart {
-		return fmt.Errorf("fault %q starts on the schedule (at: %s), not by hand: %w", name, fs.spec.At.D(), ErrConflict)
+	if !fs.Spec.ManualStart {
+		return fmt.Errorf("fault %q starts on the schedule (at: %s), not by hand: %w", name, fs.Spec.At.D(), ErrConflict)
 	}
 	at := c.now()
-	if err := c.tl.faults.do(c.ctx, faultCommand{Kind: faultStart, Fault: name, Why: "started by " + who}); err != nil {
-		if errors.Is(err, errFaultCommand) {
-			return conflict(err)
+	if err := c.run.Faults.Start(c.ctx, name, "started by "+who); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return err
 		}
 		return fmt.Errorf("fault %q could not be applied (the run aborts): %w: %w", name, ErrConflict, err)
 	}
 	c.record(at, who, "start", name, "")
-	if d := fs.spec.For.D(); !fs.spec.ManualEnd && d > 0 {
+	if d := fs.Spec.For.D(); !fs.Spec.ManualEnd && d > 0 {
 		go func() {
 			t := time.NewTimer(d)
 			defer t.Stop()
 			select {
 			case <-c.ctx.Done():
 			case <-t.C:
-				_ = c.tl.faults.do(c.ctx, faultCommand{Kind: faultEnd, Fault: name, Why: "scheduled", scheduled: true})
+				_ = c.run.Faults.End(name, "scheduled", true)
 			}
 		}()
 	}
@@ -305,8 +370,8 @@ func (c *Control) EndFault(name, who string) error {
 		return err
 	}
 	at := c.now()
-	if err := c.tl.faults.do(c.ctx, faultCommand{Kind: faultEnd, Fault: name, Why: "ended by " + who}); err != nil {
-		return conflict(err)
+	if err := c.run.Faults.End(name, "ended by "+who, false); err != nil {
+		return err
 	}
 	c.record(at, who, "end", name, "")
 	return nil
@@ -321,17 +386,15 @@ func (c *Control) HoldFault(name, who string) error {
 		return err
 	}
 	at := c.now()
-	fs.mu.Lock()
 	switch {
-	case !fs.on || fs.done:
-		fs.mu.Unlock()
+	case !fs.On:
 		return fmt.Errorf("fault %q is not on: %w", name, ErrConflict)
-	case fs.held:
-		fs.mu.Unlock()
+	case fs.Held:
 		return fmt.Errorf("fault %q is already held: %w", name, ErrConflict)
 	}
-	fs.held = true
-	fs.mu.Unlock()
+	if err := c.run.Faults.Hold(name, "held by "+who); err != nil {
+		return err
+	}
 	c.record(at, who, "hold", name, "")
 	return nil
 }
@@ -345,19 +408,17 @@ func (c *Control) ReleaseFault(name, who string) error {
 		return err
 	}
 	at := c.now()
-	fs.mu.Lock()
-	if !fs.on || !fs.held {
-		fs.mu.Unlock()
+	if !fs.On || !fs.Held {
 		return fmt.Errorf("fault %q is not held: %w", name, ErrConflict)
 	}
-	fs.held = false
-	end, scheduled := plannedEnd(fs.spec, fs.ctl.onAt)
-	fs.mu.Unlock()
+	if err := c.run.Faults.Release(name, "released by "+who); err != nil {
+		return err
+	}
 	c.record(at, who, "release", name, "")
-	if scheduled && at >= end {
+	if end, scheduled := plannedEnd(fs.Spec, fs.OnAt); scheduled && at >= end {
 		// Its end came while it was held: it ends now. (Ended meanwhile
 		// by someone else is fine.)
-		_ = c.tl.faults.do(c.ctx, faultCommand{Kind: faultEnd, Fault: name, Why: "released by " + who})
+		_ = c.run.Faults.End(name, "released by "+who, false)
 	}
 	return nil
 }
@@ -391,8 +452,8 @@ func (c *Control) StopLoad(who string) error {
 	c.loadStopped = true
 	c.mu.Unlock()
 	c.record(at, who, "stop", "", "load stopped, faults ended")
-	c.tl.faults.endAll("load stopped by " + who)
-	c.stopLoad()
+	c.run.Faults.EndAll("load stopped by " + who)
+	c.run.StopLoad()
 	return nil
 }
 
@@ -407,9 +468,8 @@ func (c *Control) Abort(who string) error {
 		return fmt.Errorf("the run's timeline is over: %w", ErrConflict)
 	}
 	c.record(at, who, "abort", "", "run aborted")
-	c.tl.faults.endAll("aborted by " + who)
-	c.tl.abort(exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("aborted by %s from the console", who)))
-	c.stopTimeline()
+	c.run.Faults.EndAll("aborted by " + who)
+	c.run.Abort(exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("aborted by %s from the console", who)))
 	return nil
 }
 
@@ -427,14 +487,11 @@ func (c *Control) Annotate(who, text string) error {
 	if len(text) > maxAnnotation {
 		text = strings.ToValidUTF8(text[:maxAnnotation], "")
 	}
-	c.record(c.now(), who, "annotation", "", c.tl.r.redactor.Text(text))
+	if c.run.Redactor != nil {
+		text = c.run.Redactor.Text(text)
+	}
+	c.record(c.now(), who, "annotation", "", text)
 	return nil
-}
-
-// followOperators moves the plan's windows of the faults operators
-// touched to their actual times (see [plan.Plan.FollowOperators]).
-func (r *run) followOperators(events []event.Event) {
-	r.plan.FollowOperators(r.sc.Faults, events, r.sc.Timeline.Recovery.D())
 }
 
 // livePhase corrects the plan's phase with the faults' actual states: a

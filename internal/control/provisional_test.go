@@ -1,6 +1,7 @@
-package runner
+package control
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestLiveWindows(t *testing.T) {
 		{Name: "restarts", Type: scenario.AssertRestarts, Service: "x"},
 	}}
 	p := windows(5500*time.Millisecond, 10*time.Second)
-	lw := newLiveWindows(sc, p)
+	lw := newWindows(sc, p)
 	if n := len(lw.aggs); n != 2 {
 		t.Fatalf("%d aggregates, want 2 (fault:slow, baseline of stream s)", n)
 	}
@@ -51,8 +52,8 @@ func TestLiveWindows(t *testing.T) {
 		if at >= 6 {
 			lat = 100 * time.Millisecond
 		}
-		lw.add("s", sec(at, 10, lat))
-		lw.add("other", sec(at, 99, lat))
+		lw.Add("s", sec(at, 10, lat))
+		lw.Add("other", sec(at, 99, lat))
 	}
 	if agg := lw.aggs[windowKey{"s", "fault:slow"}]; agg.b == nil || agg.b.Requests != 30 || agg.from != 6*time.Second || agg.to != 9*time.Second {
 		t.Fatalf("fault:slow took %+v; want seconds 6-8 of stream s (the second cut at 5.5 s left out)", agg)
@@ -77,13 +78,13 @@ func TestLiveWindows(t *testing.T) {
 	}
 
 	// A window not yet measured, and no aggregates without such assertions.
-	lw = newLiveWindows(sc, windows(15*time.Second, 18*time.Second))
+	lw = newWindows(sc, windows(15*time.Second, 18*time.Second))
 	o = Provisional{Verdict: "pending"}
 	lw.judge(p, sc.Assertions[0], "fault:slow", &o)
 	if o.Verdict != "pending" || !strings.Contains(o.Message, "no second") {
 		t.Errorf("before any second closed: %+v", o)
 	}
-	if lw := newLiveWindows(&scenario.Scenario{Assertions: sc.Assertions[2:]}, p); lw != nil {
+	if lw := newWindows(&scenario.Scenario{Assertions: sc.Assertions[2:]}, p); lw != nil {
 		t.Errorf("aggregates for event-judged assertions only: %+v", lw)
 	}
 }
@@ -113,13 +114,12 @@ func TestProvisionalJudgesAsTheKindSpecSays(t *testing.T) {
 	} {
 		evlog.Emit(e)
 	}
-	r := &run{
-		sc:    sc,
-		plan:  &plan.Plan{Duration: 60 * sec, Warmup: sec, Windows: []plan.Window{{Name: "run", Start: sec, End: 60 * sec}}},
-		clock: event.NewClockAt(time.Now().Add(-10 * sec)),
-		evlog: evlog,
-	}
-	c := &Control{tl: &timeline{r: r}}
+	c := Start(context.Background(), Run{
+		Scenario: sc,
+		Plan:     &plan.Plan{Duration: 60 * sec, Warmup: sec, Windows: []plan.Window{{Name: "run", Start: sec, End: 60 * sec}}},
+		Clock:    event.NewClockAt(time.Now().Add(-10 * sec)),
+		Events:   evlog,
+	})
 	got := map[string]Provisional{}
 	for _, p := range c.Provisional() {
 		got[p.Name] = p

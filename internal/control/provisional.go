@@ -1,4 +1,4 @@
-package runner
+package control
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // run lives, as the kind's spec declares it ([scenario.LiveAtEnd] for a
 // kind the registry does not know). A kind judged on seconds is merged
 // over its window (isolation: over the window and the baseline) as the
-// engine closes them ([liveWindows]).
+// engine closes them ([Windows]).
 func liveJudging(t scenario.AssertionType) scenario.LiveJudging {
 	if sp, ok := scenario.AssertionSpecOf(t); ok {
 		return sp.Live
@@ -57,10 +57,10 @@ type Provisional struct {
 // where operators started, ended or held faults) and clipped to now.
 // These verdicts may change: only the run's end judges.
 func (c *Control) Provisional() []Provisional {
-	r := c.tl.r
-	now := r.clock.Now()
-	events := r.evlog.Events()
-	live := livePlan(r, events)
+	r := c.run
+	now := r.Clock.Now()
+	events := r.Events.Events()
+	live := livePlan(r.Scenario, r.Plan, events)
 	p := *live
 	p.Windows = make([]plan.Window, len(live.Windows))
 	for i, w := range live.Windows {
@@ -69,8 +69,8 @@ func (c *Control) Provisional() []Provisional {
 	}
 	var judge []scenario.Assertion
 	var judgeAt []int
-	out := make([]Provisional, len(r.sc.Assertions))
-	for i, a := range r.sc.Assertions {
+	out := make([]Provisional, len(r.Scenario.Assertions))
+	for i, a := range r.Scenario.Assertions {
 		win := a.Window
 		if win == "" {
 			win = scenario.DefaultWindow
@@ -81,7 +81,7 @@ func (c *Control) Provisional() []Provisional {
 		case err == nil && w.Start >= now:
 			out[i].Message = "window not started"
 		case liveJudging(a.Type) == scenario.LiveOnSeconds:
-			c.tl.live.judge(live, a, win, &out[i])
+			r.Windows.judge(live, a, win, &out[i])
 		case liveJudging(a.Type) == scenario.LiveOnEvents:
 			judge = append(judge, a)
 			judgeAt = append(judgeAt, i)
@@ -96,14 +96,14 @@ func (c *Control) Provisional() []Provisional {
 	return out
 }
 
-// livePlan is the run's plan with the windows of the faults operators
-// touched (and the manual ones) where events put them so far.
-func livePlan(r *run, events []event.Event) *plan.Plan {
-	p := *r.plan
-	p.Windows = slices.Clone(r.plan.Windows)
-	p.Actions = slices.Clone(r.plan.Actions)
-	p.FollowOperators(r.sc.Faults, events, r.sc.Timeline.Recovery.D())
-	return &p
+// livePlan is p with the windows of the faults operators touched (and the
+// manual ones) where events put them so far.
+func livePlan(sc *scenario.Scenario, p *plan.Plan, events []event.Event) *plan.Plan {
+	lp := *p
+	lp.Windows = slices.Clone(p.Windows)
+	lp.Actions = slices.Clone(p.Actions)
+	lp.FollowOperators(sc.Faults, events, sc.Timeline.Recovery.D())
+	return &lp
 }
 
 // windowKey names one running aggregate: a stream over a window.
@@ -123,21 +123,28 @@ type windowAgg struct {
 	moved bool
 }
 
-// liveWindows keeps, for the console, each window-judged assertion's
-// stream merged over its window as the engine closes seconds: one dense
-// bucket per stream and window, so its memory does not grow with the
-// run. The window bounds follow the live plan (fault on and off events
-// and operator commands re-resolve them long before the seconds they
-// touch close). Safe for concurrent use.
-type liveWindows struct {
+// Windows keeps, for the console, each window-judged assertion's stream
+// merged over its window as the engine closes seconds: one dense bucket
+// per stream and window, so its memory does not grow with the run. The
+// window bounds follow the live plan (fault on and off events and
+// operator commands re-resolve them long before the seconds they touch
+// close). Safe for concurrent use; a nil *Windows keeps nothing.
+type Windows struct {
 	mu   sync.Mutex
 	aggs map[windowKey]*windowAgg
 }
 
-// newLiveWindows returns the aggregates the assertions of sc need, with
+// NewWindows returns the aggregates the assertions of sc need, with their
+// windows resolved in p as events (the run's so far) put them; nil when
+// no assertion needs one.
+func NewWindows(sc *scenario.Scenario, p *plan.Plan, events []event.Event) *Windows {
+	return newWindows(sc, livePlan(sc, p, events))
+}
+
+// newWindows returns the aggregates the assertions of sc need, with
 // their windows resolved in p (nil when none needs one).
-func newLiveWindows(sc *scenario.Scenario, p *plan.Plan) *liveWindows {
-	lw := &liveWindows{aggs: map[windowKey]*windowAgg{}}
+func newWindows(sc *scenario.Scenario, p *plan.Plan) *Windows {
+	lw := &Windows{aggs: map[windowKey]*windowAgg{}}
 	for _, a := range sc.Assertions {
 		if liveJudging(a.Type) != scenario.LiveOnSeconds || a.Stream == "" {
 			continue
@@ -161,7 +168,7 @@ func newLiveWindows(sc *scenario.Scenario, p *plan.Plan) *liveWindows {
 // replan re-resolves every aggregate's window in p. An aggregate whose
 // window moved after it took seconds (its start moved, or its end moved
 // before a second it holds) is marked moved.
-func (lw *liveWindows) replan(p *plan.Plan) {
+func (lw *Windows) replan(p *plan.Plan) {
 	if lw == nil {
 		return
 	}
@@ -179,10 +186,11 @@ func (lw *liveWindows) replan(p *plan.Plan) {
 	}
 }
 
-// add merges a closed second of stream into the aggregates whose window
+// Add merges a closed second of stream into the aggregates whose window
 // holds it wholly (the engine's closer calls it once per stream second,
-// and again for late results of a second already closed).
-func (lw *liveWindows) add(stream string, b *measure.Bucket) {
+// and again for late results of a second already closed); it keeps no
+// reference to b.
+func (lw *Windows) Add(stream string, b *measure.Bucket) {
 	if lw == nil {
 		return
 	}
@@ -202,21 +210,21 @@ func (lw *liveWindows) add(stream string, b *measure.Bucket) {
 	}
 }
 
-// follow re-resolves the windows on every fault and operator event until
-// ctx ends (a window moves only on those).
-func (lw *liveWindows) follow(ctx context.Context, r *run) {
+// follow re-resolves the windows in p on every fault and operator event
+// of evlog until ctx ends (a window moves only on those).
+func (lw *Windows) follow(ctx context.Context, sc *scenario.Scenario, p *plan.Plan, evlog *event.Log) {
 	if lw == nil {
 		return
 	}
 	ch := make(chan event.Event, 1024)
-	r.evlog.Follow(ch)
+	evlog.Follow(ch)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case e := <-ch:
 			if e.Kind == event.FaultOn || e.Kind == event.FaultOff || e.Kind == event.Operator {
-				lw.replan(livePlan(r, r.evlog.Events()))
+				lw.replan(livePlan(sc, p, evlog.Events()))
 			}
 		}
 	}
@@ -224,7 +232,7 @@ func (lw *liveWindows) follow(ctx context.Context, r *run) {
 
 // judge sets o to a's verdict on the seconds merged so far, its window
 // (and baseline) resolved in live and cut to the seconds it holds.
-func (lw *liveWindows) judge(live *plan.Plan, a scenario.Assertion, win string, o *Provisional) {
+func (lw *Windows) judge(live *plan.Plan, a scenario.Assertion, win string, o *Provisional) {
 	if lw == nil {
 		o.Message = "judged on the measured seconds when the run ends"
 		return
