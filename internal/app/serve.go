@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/drillhq/drill/internal/exitcode"
-	"github.com/drillhq/drill/internal/services"
-	"github.com/drillhq/drill/internal/services/ordergateway"
-	"github.com/drillhq/drill/internal/services/paymentcore"
+	"github.com/drillhq/drill/internal/refservices"
+	"github.com/drillhq/drill/internal/refservices/ordergateway"
+	"github.com/drillhq/drill/internal/refservices/paymentcore"
 )
 
 // newServeCommand is `drill serve order-gateway|payment-core`: it runs one
@@ -65,16 +65,16 @@ func (c *serveCommon) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.build, "build", "correct", "which build to run: correct (the spec) or naive (the incident)")
 	fs.StringVar(&c.listen, "listen", "", "address to listen on (default 127.0.0.1:$PORT, else 127.0.0.1:8080)")
 	fs.StringVar(&c.databaseURL, "database-url", "", "PostgreSQL DSN (default $DATABASE_URL)")
-	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", services.DefaultShutdownGrace, "after SIGTERM, how long in-flight requests may finish")
-	fs.DurationVar(&c.watchdogEvery, "watchdog-interval", services.DefaultWatchdogInterval, "liveness watchdog kick period")
-	fs.DurationVar(&c.watchdogStall, "watchdog-stall", services.DefaultWatchdogStall, "liveness fails when the watchdog has not kicked for this long")
-	fs.DurationVar(&c.readyTimeout, "ready-timeout", services.DefaultReadyTimeout, "timeout of the readiness SELECT 1 on its own connection")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", refservices.DefaultShutdownGrace, "after SIGTERM, how long in-flight requests may finish")
+	fs.DurationVar(&c.watchdogEvery, "watchdog-interval", refservices.DefaultWatchdogInterval, "liveness watchdog kick period")
+	fs.DurationVar(&c.watchdogStall, "watchdog-stall", refservices.DefaultWatchdogStall, "liveness fails when the watchdog has not kicked for this long")
+	fs.DurationVar(&c.readyTimeout, "ready-timeout", refservices.DefaultReadyTimeout, "timeout of the readiness SELECT 1 on its own connection")
 	fs.BoolVar(&c.debug, "debug-endpoints", false, "enable /debug/pprof/ and POST /debug/watchdog/stop (stops the watchdog: liveness fails)")
 	fs.IntVar(&c.gomaxprocs, "gomaxprocs", 0, "Go's GOMAXPROCS (0: Go's default, which follows $GOMAXPROCS and the CPU quota)")
 }
 
 // resolve applies the environment defaults and parses the build.
-func (c *serveCommon) resolve(cmd *cobra.Command, g *Globals) (services.Build, error) {
+func (c *serveCommon) resolve(cmd *cobra.Command, g *Globals) (refservices.Build, error) {
 	if !cmd.Flags().Changed("database-url") {
 		c.databaseURL = g.Getenv("DATABASE_URL")
 	}
@@ -98,7 +98,7 @@ func (c *serveCommon) resolve(cmd *cobra.Command, g *Globals) (services.Build, e
 		}
 		c.listen = net.JoinHostPort("127.0.0.1", port)
 	}
-	b, err := services.ParseBuild(c.build)
+	b, err := refservices.ParseBuild(c.build)
 	if err != nil {
 		return "", exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: --build: %w", cmd.CommandPath(), err))
 	}
@@ -107,7 +107,7 @@ func (c *serveCommon) resolve(cmd *cobra.Command, g *Globals) (services.Build, e
 
 // serveLogger is the service's stderr logger: info level by default (a
 // replica's log is its evidence), debug with -vv.
-func serveLogger(g *Globals, name string, build services.Build) (*slog.Logger, error) {
+func serveLogger(g *Globals, name string, build refservices.Build) (*slog.Logger, error) {
 	logger, err := newLogger(g.Stderr, g.LogFormat, max(1, g.Verbosity))
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, err)
@@ -119,7 +119,7 @@ func serveLogger(g *Globals, name string, build services.Build) (*slog.Logger, e
 // newService (an error there is bad input) and serves it on --listen until
 // the command's context is done.
 func (c *serveCommon) run(cmd *cobra.Command, g *Globals, name string,
-	newService func(build services.Build, logger *slog.Logger) (services.Service, error)) error {
+	newService func(build refservices.Build, logger *slog.Logger) (refservices.Service, error)) error {
 	build, err := c.resolve(cmd, g)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (c *serveCommon) run(cmd *cobra.Command, g *Globals, name string,
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.listen, err)
 	}
-	if err := services.Serve(cmd.Context(), logger, ln, svc, c.shutdownGrace); err != nil {
+	if err := refservices.Serve(cmd.Context(), logger, ln, svc, c.shutdownGrace); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
@@ -165,7 +165,7 @@ readiness every --readiness-interval and logs "service not ready" / "service
 ready again".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.run(cmd, g, ordergateway.Name, func(build services.Build, logger *slog.Logger) (services.Service, error) {
+			return c.run(cmd, g, ordergateway.Name, func(build refservices.Build, logger *slog.Logger) (refservices.Service, error) {
 				cfg.Build = build
 				cfg.DatabaseURL = c.databaseURL
 				cfg.ReadyTimeout = c.readyTimeout
@@ -184,7 +184,7 @@ ready again".`,
 	c.bind(fs)
 	fs.Int32Var(&cfg.PoolSize, "pool-size", ordergateway.DefaultPoolSize, "request pool size (connections opened at start and kept)")
 	fs.Int32Var(&cfg.PoolOverflow, "pool-overflow", 0, "request connections beyond --pool-size opened while all are busy, closed once --pool-size are idle (ADR 0077's size + overflow budget)")
-	fs.DurationVar(&cfg.ReadinessInterval, "readiness-interval", services.DefaultReadinessInterval,
+	fs.DurationVar(&cfg.ReadinessInterval, "readiness-interval", refservices.DefaultReadinessInterval,
 		"correct build: evaluate readiness this often once started, logging not ready / ready again (0: off)")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 0, "concurrent orders before 503 ERR_ORDER_OVERLOADED (0: build default, correct 1024, naive unlimited; -1: unlimited)")
 	fs.DurationVar(&cfg.DBTimeout, "db-timeout", 0, "deadline of each order's database work (0: build default, correct 1s, naive none; -1: none)")
@@ -212,7 +212,7 @@ back to a certified cached rate table. /metrics has per-lane bulkhead metrics;
 health endpoints as order-gateway's correct build (no tax API in readiness).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.run(cmd, g, paymentcore.Name, func(build services.Build, logger *slog.Logger) (services.Service, error) {
+			return c.run(cmd, g, paymentcore.Name, func(build refservices.Build, logger *slog.Logger) (refservices.Service, error) {
 				if !cmd.Flags().Changed("tax-api-url") {
 					cfg.TaxAPIURL = g.Getenv("TAX_API_URL")
 				}

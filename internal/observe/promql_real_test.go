@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
-	"github.com/drillhq/drill/internal/services/paymentcore"
-	"github.com/drillhq/drill/internal/services/servicestest"
+	"github.com/drillhq/drill/internal/refservices/paymentcore"
+	"github.com/drillhq/drill/internal/refservices/refservicestest"
 	"github.com/drillhq/drill/internal/testutil/promtest"
 )
 
@@ -30,7 +30,7 @@ func realPrometheus(t *testing.T) (*paymentcore.Service, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := servicestest.Run(t, svc)
+	u := refservicestest.Run(t, svc)
 	addr := strings.TrimPrefix(u, "http://")
 	prom := promtest.StartPrometheus(t, promtest.Target{Job: "payment-core", Addr: addr})
 	promtest.WaitQuery(t, prom.URL, `bulkhead_max_workers{job="payment-core"}`, realWait, func(s []promtest.Sample) error {

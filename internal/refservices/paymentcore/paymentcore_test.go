@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/drillhq/drill/internal/services"
-	"github.com/drillhq/drill/internal/services/servicestest"
+	"github.com/drillhq/drill/internal/refservices"
+	"github.com/drillhq/drill/internal/refservices/refservicestest"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
@@ -55,8 +55,8 @@ func startCore(t *testing.T, cfg Config) (*Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := servicestest.Run(t, s)
-	servicestest.WaitStatus(t, u+services.PathStartup, http.StatusOK, 20*time.Second)
+	u := refservicestest.Run(t, s)
+	refservicestest.WaitStatus(t, u+refservices.PathStartup, http.StatusOK, 20*time.Second)
 	return s, u
 }
 
@@ -83,7 +83,7 @@ func TestCorrectBuildShedsTaxAndKeepsAuthFast(t *testing.T) {
 	stub := newTaxStub(t)
 	s, u := startCore(t, Config{DatabaseURL: pg.DSN, TaxAPIURL: stub.srv.URL + "/v1/rate"})
 
-	r := servicestest.Do(http.MethodPost, u+"/tax", taxBody, 5*time.Second)
+	r := refservicestest.Do(http.MethodPost, u+"/tax", taxBody, 5*time.Second)
 	var q TaxQuote
 	if err := json.Unmarshal([]byte(r.Body), &q); r.Status != http.StatusOK || err != nil || q.Source != SourceTaxAPI || q.TaxCents != 725 {
 		t.Fatalf("POST /tax before the brownout: %d %q, want 200 from the tax API with 725 cents", r.Status, r.Body)
@@ -91,15 +91,18 @@ func TestCorrectBuildShedsTaxAndKeepsAuthFast(t *testing.T) {
 
 	stub.delay.Store(int64(3 * time.Second))
 	var wg sync.WaitGroup
-	slow := make(chan servicestest.Response, DefaultTaxLane.Workers)
+	slow := make(chan refservicestest.Response, DefaultTaxLane.Workers)
 	for range DefaultTaxLane.Workers {
 		wg.Add(1)
-		go func() { defer wg.Done(); slow <- servicestest.Do(http.MethodPost, u+"/tax", taxBody, 15*time.Second) }()
+		go func() {
+			defer wg.Done()
+			slow <- refservicestest.Do(http.MethodPost, u+"/tax", taxBody, 15*time.Second)
+		}()
 	}
 	waitFor(t, func() bool { return s.Bulkhead(LaneTax).Stats(LaneTax).Active == DefaultTaxLane.Workers })
 
 	for i := range 5 {
-		r := servicestest.Do(http.MethodPost, u+"/tax", taxBody, 5*time.Second)
+		r := refservicestest.Do(http.MethodPost, u+"/tax", taxBody, 5*time.Second)
 		var p problemBody
 		_ = json.Unmarshal([]byte(r.Body), &p)
 		switch {
@@ -109,8 +112,8 @@ func TestCorrectBuildShedsTaxAndKeepsAuthFast(t *testing.T) {
 			t.Errorf("shed tax %d took %s; a rejection must not wait", i, r.Elapsed)
 		case r.Header.Get("Retry-After") != "5":
 			t.Errorf("shed tax %d: Retry-After %q, want 5", i, r.Header.Get("Retry-After"))
-		case r.Header.Get("Content-Type") != services.ProblemContentType:
-			t.Errorf("shed tax %d: Content-Type %q, want %s", i, r.Header.Get("Content-Type"), services.ProblemContentType)
+		case r.Header.Get("Content-Type") != refservices.ProblemContentType:
+			t.Errorf("shed tax %d: Content-Type %q, want %s", i, r.Header.Get("Content-Type"), refservices.ProblemContentType)
 		case p.Code != CodeTaxSaturated || p.Status != 503 || p.Lane != "tax_calc":
 			t.Errorf("shed tax %d: problem %+v, want code %s lane tax_calc", i, p, CodeTaxSaturated)
 		case p.Fallback == nil || p.Fallback.Rate != 0.0725 || p.Fallback.TaxCents != 725 || p.Fallback.Source != SourceCache || p.Fallback.FallbackReason != "shed":
@@ -119,7 +122,7 @@ func TestCorrectBuildShedsTaxAndKeepsAuthFast(t *testing.T) {
 	}
 
 	// Card authorisations are untouched by the tax brownout (INV-BH-01).
-	for _, r := range servicestest.DoAll(40, http.MethodPost, u+"/auth", authBody, 5*time.Second) {
+	for _, r := range refservicestest.DoAll(40, http.MethodPost, u+"/auth", authBody, 5*time.Second) {
 		if r.Status != http.StatusOK || r.Elapsed > 2*time.Second {
 			t.Errorf("auth during the tax brownout: status %d in %s (%q), want 200 quickly", r.Status, r.Elapsed, r.Body)
 		}
@@ -158,7 +161,7 @@ func TestCorrectBuildShedsTaxAndKeepsAuthFast(t *testing.T) {
 	if st := s.Bulkhead(LaneTax).State(); st != StateRecovering {
 		t.Errorf("tax lane state after the brownout: %s, want RECOVERING", st)
 	}
-	if r := servicestest.Do(http.MethodPost, u+"/tax", taxBody, 5*time.Second); r.Status != http.StatusOK {
+	if r := refservicestest.Do(http.MethodPost, u+"/tax", taxBody, 5*time.Second); r.Status != http.StatusOK {
 		t.Errorf("tax after the brownout: %d %q, want 200", r.Status, r.Body)
 	}
 }
@@ -170,7 +173,7 @@ func TestTaxTimeoutFallsBackToCache(t *testing.T) {
 	stub := newTaxStub(t)
 	stub.delay.Store(int64(5 * time.Second))
 	_, u := startCore(t, Config{DatabaseURL: pg.DSN, TaxAPIURL: stub.srv.URL, TaxTimeout: 200 * time.Millisecond})
-	r := servicestest.Do(http.MethodPost, u+"/tax", `{"jurisdiction":"US-NJ","amount_cents":10000}` /* snake_case accepted too */, 5*time.Second)
+	r := refservicestest.Do(http.MethodPost, u+"/tax", `{"jurisdiction":"US-NJ","amount_cents":10000}` /* snake_case accepted too */, 5*time.Second)
 	var q TaxQuote
 	if err := json.Unmarshal([]byte(r.Body), &q); err != nil || r.Status != http.StatusOK {
 		t.Fatalf("POST /tax: %d %q", r.Status, r.Body)
@@ -194,21 +197,21 @@ func TestAuthRejectionAndRetryStorm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := servicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second)
+	r := refservicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second)
 	var pb problemBody
 	_ = json.Unmarshal([]byte(r.Body), &pb)
 	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "5" || pb.Code != CodeAuthSaturated {
 		t.Errorf("auth on a full lane: %d Retry-After %q body %q, want 429, 5, %s", r.Status, r.Header.Get("Retry-After"), r.Body, CodeAuthSaturated)
 	}
 	p.Release()
-	if r := servicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second); r.Status != http.StatusOK {
+	if r := refservicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second); r.Status != http.StatusOK {
 		t.Errorf("auth on a free lane: %d %q, want 200", r.Status, r.Body)
 	}
-	r = servicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second, RetryAttemptHeader, "4")
+	r = refservicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second, RetryAttemptHeader, "4")
 	if r.Status != http.StatusTooManyRequests || !strings.Contains(r.Body, CodeRetryStorm) || r.Header.Get("Retry-After") != "5" {
 		t.Errorf("fourth retry: %d %q, want 429 %s with Retry-After", r.Status, r.Body, CodeRetryStorm)
 	}
-	if r := servicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second, RetryAttemptHeader, "3"); r.Status != http.StatusOK {
+	if r := refservicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second, RetryAttemptHeader, "3"); r.Status != http.StatusOK {
 		t.Errorf("third retry: %d %q, want 200", r.Status, r.Body)
 	}
 	for _, tc := range []struct{ path, body string }{
@@ -217,11 +220,11 @@ func TestAuthRejectionAndRetryStorm(t *testing.T) {
 		{"/tax", `{"amountCents":1}`},
 		{"/fraud", `not json`},
 	} {
-		if r := servicestest.Do(http.MethodPost, u+tc.path, tc.body, 5*time.Second); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, CodeInvalid) {
+		if r := refservicestest.Do(http.MethodPost, u+tc.path, tc.body, 5*time.Second); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, CodeInvalid) {
 			t.Errorf("POST %s %s: %d %q, want 400 %s", tc.path, tc.body, r.Status, r.Body, CodeInvalid)
 		}
 	}
-	if r := servicestest.Do(http.MethodPost, u+"/fraud", `{"card":"tok_1","amount_cents":5}`, 5*time.Second); r.Status != http.StatusOK || !strings.Contains(r.Body, `"decision"`) {
+	if r := refservicestest.Do(http.MethodPost, u+"/fraud", `{"card":"tok_1","amount_cents":5}`, 5*time.Second); r.Status != http.StatusOK || !strings.Contains(r.Body, `"decision"`) {
 		t.Errorf("POST /fraud: %d %q, want 200 with a decision", r.Status, r.Body)
 	}
 }
@@ -232,8 +235,8 @@ func TestAuthRejectionAndRetryStorm(t *testing.T) {
 func TestNaiveBuildAuthDegrades(t *testing.T) {
 	pg := testutil.Postgres(t) // max_connections 300 by default
 	stub := newTaxStub(t)
-	s, u := startCore(t, Config{DatabaseURL: pg.DSN, TaxAPIURL: stub.srv.URL, Build: services.BuildNaive})
-	if r := servicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second); r.Status != http.StatusOK {
+	s, u := startCore(t, Config{DatabaseURL: pg.DSN, TaxAPIURL: stub.srv.URL, Build: refservices.BuildNaive})
+	if r := refservicestest.Do(http.MethodPost, u+"/auth", authBody, 5*time.Second); r.Status != http.StatusOK {
 		t.Fatalf("auth before the brownout: %d %q", r.Status, r.Body)
 	}
 	// 8 s, the spec's brownout: the 52 connections the pool opens beyond
@@ -243,7 +246,7 @@ func TestNaiveBuildAuthDegrades(t *testing.T) {
 	var wg sync.WaitGroup
 	for range DefaultSharedLane.Pool + 10 {
 		wg.Add(1)
-		go func() { defer wg.Done(); servicestest.Do(http.MethodPost, u+"/tax", taxBody, 15*time.Second) }()
+		go func() { defer wg.Done(); refservicestest.Do(http.MethodPost, u+"/tax", taxBody, 15*time.Second) }()
 	}
 	defer wg.Wait()
 	pools := s.pools.Load()
@@ -251,7 +254,7 @@ func TestNaiveBuildAuthDegrades(t *testing.T) {
 
 	fast := 0
 	var seen []string
-	for _, r := range servicestest.DoAll(10, http.MethodPost, u+"/auth", authBody, 10*time.Second) {
+	for _, r := range refservicestest.DoAll(10, http.MethodPost, u+"/auth", authBody, 10*time.Second) {
 		seen = append(seen, fmt.Sprintf("%d/%s", r.Status, r.Elapsed.Round(time.Millisecond)))
 		if r.Status == http.StatusOK && r.Elapsed < 300*time.Millisecond {
 			fast++

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/drillhq/drill/internal/services"
-	"github.com/drillhq/drill/internal/services/servicestest"
+	"github.com/drillhq/drill/internal/refservices"
+	"github.com/drillhq/drill/internal/refservices/refservicestest"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
@@ -21,12 +21,12 @@ import (
 const insertLike = "INSERT INTO orders%"
 
 func TestClientGoneKeepsConnection(t *testing.T) {
-	for _, build := range []services.Build{services.BuildCorrect, services.BuildNaive} {
+	for _, build := range []refservices.Build{refservices.BuildCorrect, refservices.BuildNaive} {
 		t.Run(string(build), func(t *testing.T) {
 			pg := testutil.Postgres(t)
 			_, u := startGateway(t, Config{DatabaseURL: pg.DSN, Build: build, PoolSize: 1, MaxBatch: 1, DBTimeout: 30 * time.Second})
-			servicestest.WaitStatus(t, u+services.PathStartup, http.StatusOK, 20*time.Second)
-			if r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"before"}`, 5*time.Second); r.Status != http.StatusCreated {
+			refservicestest.WaitStatus(t, u+refservices.PathStartup, http.StatusOK, 20*time.Second)
+			if r := refservicestest.Do(http.MethodPost, u+"/orders", `{"id":"before"}`, 5*time.Second); r.Status != http.StatusCreated {
 				t.Fatalf("first order: %d %q", r.Status, r.Body)
 			}
 			ctx := context.Background()
@@ -35,7 +35,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close(ctx)
-			before := servicestest.Backends(t, conn, insertLike)
+			before := refservicestest.Backends(t, conn, insertLike)
 			if len(before) != 1 {
 				t.Fatalf("backends that wrote orders: %v, want the pool's one", before)
 			}
@@ -47,17 +47,17 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The statement waits on the lock; the client gives up after 300 ms.
-			if r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"gone"}`, 300*time.Millisecond); r.Err == nil {
+			if r := refservicestest.Do(http.MethodPost, u+"/orders", `{"id":"gone"}`, 300*time.Millisecond); r.Err == nil {
 				t.Fatalf("order behind the lock answered %d %q; want the client's timeout", r.Status, r.Body)
 			}
-			waiting := servicestest.LockWaiters(t, tx, insertLike)
+			waiting := refservicestest.LockWaiters(t, tx, insertLike)
 			if waiting != 1 {
 				t.Fatalf("%d INSERTs wait on the lock after the client left; want the one statement, still running", waiting)
 			}
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"after"}`, 5*time.Second); r.Status != http.StatusCreated {
+			if r := refservicestest.Do(http.MethodPost, u+"/orders", `{"id":"after"}`, 5*time.Second); r.Status != http.StatusCreated {
 				t.Fatalf("order after the lock: %d %q", r.Status, r.Body)
 			}
 			var written int
@@ -67,7 +67,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 			if written != 3 {
 				t.Errorf("%d of the 3 orders written; the gone client's statement must finish", written)
 			}
-			if after := servicestest.Backends(t, conn, insertLike); len(after) != 1 || after[0] != before[0] {
+			if after := refservicestest.Backends(t, conn, insertLike); len(after) != 1 || after[0] != before[0] {
 				t.Errorf("the pool's backend was %v and is now %v; a client that left must not cost a reconnect", before, after)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/drillhq/drill/internal/services/servicestest"
+	"github.com/drillhq/drill/internal/refservices/refservicestest"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
@@ -32,7 +32,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 			pg := testutil.Postgres(t)
 			one := LaneConfig{Workers: 4, Queue: 4, QueueTimeout: time.Second, Pool: 1}
 			_, u := startCore(t, Config{DatabaseURL: pg.DSN, AuthBatch: 1, Auth: one, Fraud: one, DBTimeout: 30 * time.Second})
-			if r := servicestest.Do(http.MethodPost, u+tc.path, tc.body, 5*time.Second); r.Status != http.StatusOK {
+			if r := refservicestest.Do(http.MethodPost, u+tc.path, tc.body, 5*time.Second); r.Status != http.StatusOK {
 				t.Fatalf("first request: %d %q", r.Status, r.Body)
 			}
 			ctx := context.Background()
@@ -41,7 +41,7 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close(ctx)
-			before := servicestest.Backends(t, conn, tc.stmt)
+			before := refservicestest.Backends(t, conn, tc.stmt)
 			if len(before) != 1 {
 				t.Fatalf("backends that ran the lane's statement: %v, want the pool's one", before)
 			}
@@ -52,20 +52,20 @@ func TestClientGoneKeepsConnection(t *testing.T) {
 			if _, err := tx.Exec(ctx, "LOCK TABLE pay_auths IN "+tc.lock+" MODE"); err != nil {
 				t.Fatal(err)
 			}
-			if r := servicestest.Do(http.MethodPost, u+tc.path, tc.body, 300*time.Millisecond); r.Err == nil {
+			if r := refservicestest.Do(http.MethodPost, u+tc.path, tc.body, 300*time.Millisecond); r.Err == nil {
 				t.Fatalf("request behind the lock answered %d %q; want the client's timeout", r.Status, r.Body)
 			}
-			waiting := servicestest.LockWaiters(t, tx, tc.stmt)
+			waiting := refservicestest.LockWaiters(t, tx, tc.stmt)
 			if waiting != 1 {
 				t.Fatalf("%d statements wait on the lock after the client left; want the one, still running", waiting)
 			}
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if r := servicestest.Do(http.MethodPost, u+tc.path, tc.body, 5*time.Second); r.Status != http.StatusOK {
+			if r := refservicestest.Do(http.MethodPost, u+tc.path, tc.body, 5*time.Second); r.Status != http.StatusOK {
 				t.Fatalf("request after the lock: %d %q", r.Status, r.Body)
 			}
-			if after := servicestest.Backends(t, conn, tc.stmt); len(after) != 1 || after[0] != before[0] {
+			if after := refservicestest.Backends(t, conn, tc.stmt); len(after) != 1 || after[0] != before[0] {
 				t.Errorf("the lane's backend was %v and is now %v; a client that left must not cost a reconnect", before, after)
 			}
 		})

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drillhq/drill/internal/services"
+	"github.com/drillhq/drill/internal/refservices"
 )
 
 // LaneConfig sizes one bulkhead and its database pool.
@@ -33,7 +33,7 @@ var (
 const (
 	DefaultTaxTimeout       = 10 * time.Second // MC-ST-01 socket timeout
 	DefaultDBTimeout        = time.Second
-	DefaultReadyTimeout     = services.DefaultReadyTimeout
+	DefaultReadyTimeout     = refservices.DefaultReadyTimeout
 	DefaultRetryAfter       = 5 * time.Second // MC-FM-01, INV-BH-04
 	DefaultRecoveryHold     = 10 * time.Second
 	DefaultMaxRetries       = 3 // ADV-IR-01, INV-BH-04
@@ -46,7 +46,7 @@ const (
 // Workers, Queue and Pool are all 0.
 type Config struct {
 	// Build is correct (BULKHEAD-PAY-001) or naive (INC-4491); default correct.
-	Build services.Build
+	Build refservices.Build
 	// DatabaseURL is the PostgreSQL DSN; required.
 	DatabaseURL string
 	// TaxAPIURL is the URL POSTed to for a tax rate; empty means the tax
@@ -91,7 +91,7 @@ type Config struct {
 // SetDefaults fills zero fields with their defaults.
 func (c *Config) SetDefaults() {
 	if c.Build == "" {
-		c.Build = services.BuildCorrect
+		c.Build = refservices.BuildCorrect
 	}
 	if c.TaxTimeout == 0 {
 		c.TaxTimeout = DefaultTaxTimeout
@@ -138,7 +138,7 @@ func (c *Config) SetDefaults() {
 
 // Validate reports every invalid field, by its flag name.
 func (c Config) Validate() error {
-	errs := services.ValidateBase(c.Build, c.DatabaseURL)
+	errs := refservices.ValidateBase(c.Build, c.DatabaseURL)
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -172,7 +172,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--auth-batch: must be >= 1, got %d", c.AuthBatch))
 	}
 	authPool, poolFlag := c.authLane().Pool, "--auth-pool"
-	if c.Build == services.BuildNaive {
+	if c.Build == refservices.BuildNaive {
 		poolFlag = "--shared-pool"
 	}
 	if c.AuthBatchWriters < 1 || (authPool >= 1 && int32(c.AuthBatchWriters) > authPool) {
@@ -184,7 +184,7 @@ func (c Config) Validate() error {
 // authLane is the lane card authorizations run in: card_auth, or the
 // naive build's shared one (its workers and the pool they are written on).
 func (c Config) authLane() LaneConfig {
-	if c.Build == services.BuildNaive {
+	if c.Build == refservices.BuildNaive {
 		return c.Shared
 	}
 	return c.Auth

@@ -1,8 +1,8 @@
-// Package servicestest holds test helpers for the reference services: run a
+// Package refservicestest holds test helpers for the reference services: run a
 // service on a loopback HTTP server, put an embedded Toxiproxy proxy in
 // front of PostgreSQL and pause it, and poll endpoints. Everything started
 // is stopped in t.Cleanup. Only tests import it.
-package servicestest
+package refservicestest
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/drillhq/drill/internal/services"
+	"github.com/drillhq/drill/internal/refservices"
 )
 
 // Run serves svc on a loopback httptest server, starts its background work
 // and returns the base URL. Cleanup stops the work, the server and svc.
-func Run(tb testing.TB, svc services.Service) string {
+func Run(tb testing.TB, svc refservices.Service) string {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(svc.Handler())

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/drillhq/drill/internal/services/servicestest"
+	"github.com/drillhq/drill/internal/refservices/refservicestest"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
@@ -40,7 +40,7 @@ func TestAuthBatchWritesEachAuthOnce(t *testing.T) {
 	type answer struct {
 		card   string
 		amount int64
-		resp   servicestest.Response
+		resp   refservicestest.Response
 	}
 	answers := make([]answer, n)
 	var wg sync.WaitGroup
@@ -50,7 +50,7 @@ func TestAuthBatchWritesEachAuthOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers[i].resp = servicestest.Do(http.MethodPost, u+"/auth", body, 30*time.Second)
+			answers[i].resp = refservicestest.Do(http.MethodPost, u+"/auth", body, 30*time.Second)
 		}()
 	}
 	waitFor(t, func() bool { return s.auths.queued.Load() == n })

@@ -94,7 +94,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/drillhq/drill/internal/services"
+	"github.com/drillhq/drill/internal/refservices"
 )
 
 // Name is the reference service's name for `drill serve`.
@@ -137,9 +137,9 @@ type Service struct {
 	pool   atomic.Pointer[pgxpool.Pool]
 	batch  *batcher // nil when MaxBatch is 1
 	floor  *writeFloor
-	probe  *services.ProbeConn
-	wd     *services.Watchdog
-	health *services.Health
+	probe  *refservices.ProbeConn
+	wd     *refservices.Watchdog
+	health *refservices.Health
 	mux    *http.ServeMux
 	wg     sync.WaitGroup
 
@@ -167,7 +167,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	probe, err := services.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
+	probe, err := refservices.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("configure %s: --database-url: %w", Name, err)
 	}
@@ -176,7 +176,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 		logger: logger,
 		base:   time.Now(),
 		probe:  probe,
-		wd:     services.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
+		wd:     refservices.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
 		reg:    prometheus.NewRegistry(),
 	}
 	s.lastOK.Store(-1)
@@ -192,9 +192,9 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 			s.batched.Add(float64(n))
 		})
 	}
-	s.health = services.NewHealth(logger, s.wd, s.poolGate,
-		services.Check{Name: "database", Run: s.probe.Check},
-		services.Check{Name: "work_queue", Run: s.pressureCheck},
+	s.health = refservices.NewHealth(logger, s.wd, s.poolGate,
+		refservices.Check{Name: "database", Run: s.probe.Check},
+		refservices.Check{Name: "work_queue", Run: s.pressureCheck},
 	)
 	s.registerMetrics()
 	s.mux = s.routes()
@@ -205,16 +205,16 @@ func (s *Service) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", s.serveOrder)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	if s.cfg.Build == services.BuildNaive {
-		for _, p := range []string{services.PathLegacy, services.PathStartup, services.PathLive, services.PathReady,
-			services.PathADRStartup, services.PathADRLive, services.PathADRReady} {
+	if s.cfg.Build == refservices.BuildNaive {
+		for _, p := range []string{refservices.PathLegacy, refservices.PathStartup, refservices.PathLive, refservices.PathReady,
+			refservices.PathADRStartup, refservices.PathADRLive, refservices.PathADRReady} {
 			mux.HandleFunc("GET "+p, s.serveDeepHealth)
 		}
 	} else {
 		s.health.RegisterWithLegacy(mux)
 	}
 	if s.cfg.DebugEndpoints {
-		services.RegisterDebug(mux, s.logger, s.wd)
+		refservices.RegisterDebug(mux, s.logger, s.wd)
 	}
 	return mux
 }
@@ -274,7 +274,7 @@ func (s *Service) Handler() http.Handler { return s.mux }
 
 // Health returns the correct build's health state (used by tests and the
 // serve loop).
-func (s *Service) Health() *services.Health { return s.health }
+func (s *Service) Health() *refservices.Health { return s.health }
 
 // Start launches the watchdog and the start-up sequence (open the request
 // pool with retries, create the table, wait Warmup, then pass readiness
@@ -305,7 +305,7 @@ func (s *Service) Close() {
 }
 
 func (s *Service) startUp(ctx context.Context) {
-	opened := services.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
+	opened := refservices.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
 		pool, err := s.openPool(ctx)
 		if err != nil {
 			return err
@@ -317,11 +317,11 @@ func (s *Service) startUp(ctx context.Context) {
 	if !opened {
 		return
 	}
-	if s.cfg.Warmup > 0 && !services.Sleep(ctx, s.cfg.Warmup) {
+	if s.cfg.Warmup > 0 && !refservices.Sleep(ctx, s.cfg.Warmup) {
 		return
 	}
 	s.warm.Store(true)
-	if s.cfg.Build == services.BuildNaive {
+	if s.cfg.Build == refservices.BuildNaive {
 		return
 	}
 	if !s.health.WaitStarted(ctx) {
@@ -362,13 +362,13 @@ func (s *Service) logBudget(ctx context.Context) {
 func (s *Service) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	pool, err := services.OpenPool(ctx, s.cfg.DatabaseURL, services.PoolOptions{
+	pool, err := refservices.OpenPool(ctx, s.cfg.DatabaseURL, refservices.PoolOptions{
 		MaxConns: s.cfg.PoolSize, Overflow: s.cfg.PoolOverflow, WarmConns: s.cfg.PoolSize, ConnectTimeout: 2 * time.Second, Name: Name,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := services.EnsureSchema(ctx, pool, schemaLockKey, schemaDDL...); err != nil {
+	if err := refservices.EnsureSchema(ctx, pool, schemaLockKey, schemaDDL...); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -421,15 +421,15 @@ func (s *Service) pressureCheck(context.Context) error {
 func (s *Service) serveDeepHealth(w http.ResponseWriter, r *http.Request) {
 	pool := s.pool.Load()
 	if pool == nil {
-		services.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": "request pool not open yet"})
+		refservices.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": "request pool not open yet"})
 		return
 	}
 	var one int
 	if err := pool.QueryRow(r.Context(), "SELECT 1").Scan(&one); err != nil {
-		services.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
+		refservices.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
 		return
 	}
-	services.WriteJSON(w, http.StatusOK, map[string]string{"status": "up"})
+	refservices.WriteJSON(w, http.StatusOK, map[string]string{"status": "up"})
 }
 
 type orderResponse struct {
@@ -442,7 +442,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Add(-1)
 	if s.cfg.MaxInFlight > 0 && n > int64(s.cfg.MaxInFlight) {
 		s.shed.Inc()
-		services.WriteProblem(w, services.Problem{
+		refservices.WriteProblem(w, refservices.Problem{
 			Status: http.StatusServiceUnavailable, Title: "Order gateway overloaded", Code: CodeOverloaded,
 			Detail: fmt.Sprintf("in-flight limit of %d orders reached", s.cfg.MaxInFlight),
 		}, retryAfterOverload)
@@ -450,7 +450,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	pool := s.pool.Load()
 	if pool == nil {
-		services.WriteProblem(w, services.Problem{
+		refservices.WriteProblem(w, refservices.Problem{
 			Status: http.StatusServiceUnavailable, Title: "Order gateway starting", Code: CodeNotStarted,
 			Detail: "the database pool is not open yet",
 		}, retryAfterOverload)
@@ -459,12 +459,12 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
 	if err != nil {
 		s.invalid.Inc()
-		services.WriteProblem(w, services.Problem{Status: http.StatusBadRequest, Title: "Unreadable order", Code: CodeInvalid, Detail: err.Error()}, 0)
+		refservices.WriteProblem(w, refservices.Problem{Status: http.StatusBadRequest, Title: "Unreadable order", Code: CodeInvalid, Detail: err.Error()}, 0)
 		return
 	}
 	if int64(len(body)) > s.cfg.MaxBodyBytes {
 		s.invalid.Inc()
-		services.WriteProblem(w, services.Problem{
+		refservices.WriteProblem(w, refservices.Problem{
 			Status: http.StatusRequestEntityTooLarge, Title: "Order too large", Code: CodeTooLarge,
 			Detail: fmt.Sprintf("order body exceeds %d bytes", s.cfg.MaxBodyBytes),
 		}, 0)
@@ -473,7 +473,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 	id, err := orderID(body)
 	if err != nil {
 		s.invalid.Inc()
-		services.WriteProblem(w, services.Problem{Status: http.StatusBadRequest, Title: "Invalid order", Code: CodeInvalid, Detail: err.Error()}, 0)
+		refservices.WriteProblem(w, refservices.Problem{Status: http.StatusBadRequest, Title: "Invalid order", Code: CodeInvalid, Detail: err.Error()}, 0)
 		return
 	}
 
@@ -498,7 +498,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 		}
 		if timedOut {
 			s.timeouts.Inc()
-			services.WriteProblem(w, services.Problem{
+			refservices.WriteProblem(w, refservices.Problem{
 				Status: http.StatusServiceUnavailable, Title: "Database too slow", Code: CodeDBTimeout,
 				Detail: fmt.Sprintf("the order was not written within %s", s.cfg.DBTimeout),
 			}, retryAfterOverload)
@@ -506,20 +506,20 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 		}
 		s.dbErrors.Inc()
 		s.logger.Debug("write order", "err", err)
-		services.WriteProblem(w, services.Problem{
+		refservices.WriteProblem(w, refservices.Problem{
 			Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
 		}, retryAfterOverload)
 		return
 	}
 	s.created.Inc()
-	services.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: "accepted"})
+	refservices.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: "accepted"})
 }
 
 // insert writes one order on a pooled connection within ctx. An order
 // whose deadline leaves less than the write floor once it holds a
 // connection is not written ([errTooLate]), so its deadline cannot cut
 // the statement off and close the connection ([writeFloor]); nor can its
-// client going away ([services.StatementContext]).
+// client going away ([refservices.StatementContext]).
 func (s *Service) insert(ctx context.Context, pool *pgxpool.Pool, id, payload string) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -529,7 +529,7 @@ func (s *Service) insert(ctx context.Context, pool *pgxpool.Pool, id, payload st
 	if s.floor.tooLate(ctx) {
 		return errTooLate
 	}
-	sctx, cancel := services.StatementContext(ctx)
+	sctx, cancel := refservices.StatementContext(ctx)
 	defer cancel()
 	start := time.Now()
 	if _, err := conn.Exec(sctx, insertOrder, id, payload); err != nil {

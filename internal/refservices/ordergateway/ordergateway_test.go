@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/drillhq/drill/internal/services"
-	"github.com/drillhq/drill/internal/services/servicestest"
+	"github.com/drillhq/drill/internal/refservices"
+	"github.com/drillhq/drill/internal/refservices/refservicestest"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
@@ -90,16 +90,16 @@ func TestConfigValidate(t *testing.T) {
 func TestBuildDefaults(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		build        services.Build
+		build        refservices.Build
 		inflight     int
 		dbTimeout    time.Duration
 		wantInflight int
 		wantTimeout  time.Duration
 	}{
-		{services.BuildCorrect, 0, 0, DefaultMaxInFlight, DefaultDBTimeout},
-		{services.BuildNaive, 0, 0, Unlimited, NoTimeout},
-		{services.BuildNaive, 64, time.Second, 64, time.Second},
-		{services.BuildCorrect, -5, -time.Second, Unlimited, NoTimeout},
+		{refservices.BuildCorrect, 0, 0, DefaultMaxInFlight, DefaultDBTimeout},
+		{refservices.BuildNaive, 0, 0, Unlimited, NoTimeout},
+		{refservices.BuildNaive, 64, time.Second, 64, time.Second},
+		{refservices.BuildCorrect, -5, -time.Second, Unlimited, NoTimeout},
 	}
 	for _, tt := range tests {
 		c := Config{Build: tt.build, MaxInFlight: tt.inflight, DBTimeout: tt.dbTimeout}
@@ -156,7 +156,7 @@ func startGateway(t *testing.T, cfg Config) (*Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, servicestest.Run(t, s)
+	return s, refservicestest.Run(t, s)
 }
 
 // TestOrdersAreWritten: the request path writes orders and the correct
@@ -170,7 +170,7 @@ func TestOrdersAreWritten(t *testing.T) {
 		_, urls[i] = startGateway(t, Config{DatabaseURL: pg.DSN})
 	}
 	for _, u := range urls {
-		servicestest.WaitStatus(t, u+services.PathStartup, http.StatusOK, 20*time.Second)
+		refservicestest.WaitStatus(t, u+refservices.PathStartup, http.StatusOK, 20*time.Second)
 	}
 	const perReplica = 20
 	for i, u := range urls {
@@ -178,7 +178,7 @@ func TestOrdersAreWritten(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := servicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"o-%d-%d","amount_cents":100}`, i, j), 5*time.Second)
+				r := refservicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"o-%d-%d","amount_cents":100}`, i, j), 5*time.Second)
 				if r.Status != http.StatusCreated {
 					t.Errorf("POST /orders: status %d body %q err %v", r.Status, r.Body, r.Err)
 				}
@@ -186,7 +186,7 @@ func TestOrdersAreWritten(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	r := servicestest.Do(http.MethodPost, urls[0]+"/orders", `{"amount_cents":100}`, 5*time.Second)
+	r := refservicestest.Do(http.MethodPost, urls[0]+"/orders", `{"amount_cents":100}`, 5*time.Second)
 	if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, CodeInvalid) {
 		t.Errorf("POST /orders without id: status %d body %q, want 400 %s", r.Status, r.Body, CodeInvalid)
 	}
@@ -217,19 +217,19 @@ func TestRequestPaths(t *testing.T) {
 		statuses int
 	}{
 		{"group commit", Config{DatabaseURL: pg.DSN, MaxBatch: 16}, true, http.StatusCreated},
-		{"per request", Config{DatabaseURL: pg.DSN, Build: services.BuildNaive, MaxBatch: 1}, false, http.StatusCreated},
+		{"per request", Config{DatabaseURL: pg.DSN, Build: refservices.BuildNaive, MaxBatch: 1}, false, http.StatusCreated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, u := startGateway(t, tc.cfg)
 			// (the naive build answers every health path with its deep check)
-			servicestest.WaitStatus(t, u+services.PathStartup, http.StatusOK, 20*time.Second)
+			refservicestest.WaitStatus(t, u+refservices.PathStartup, http.StatusOK, 20*time.Second)
 			const n = 100
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r := servicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"%s-%d"}`, tc.name, i), 5*time.Second)
+					r := refservicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"%s-%d"}`, tc.name, i), 5*time.Second)
 					if r.Status != tc.statuses {
 						t.Errorf("POST /orders: %d %q %v", r.Status, r.Body, r.Err)
 					}
@@ -266,7 +266,7 @@ func TestRequestPaths(t *testing.T) {
 
 func metricsText(t *testing.T, u string) string {
 	t.Helper()
-	r := servicestest.Do(http.MethodGet, u+"/metrics", "", 5*time.Second)
+	r := refservicestest.Do(http.MethodGet, u+"/metrics", "", 5*time.Second)
 	if r.Status != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %v", r.Status, r.Err)
 	}
@@ -279,25 +279,25 @@ func metricsText(t *testing.T, u string) string {
 // and everything recovers when the pause ends.
 func TestCorrectBuildUnderDatabasePause(t *testing.T) {
 	pg := testutil.Postgres(t)
-	px := servicestest.Toxiproxy(t, pg.Addr)
+	px := refservicestest.Toxiproxy(t, pg.Addr)
 	_, u := startGateway(t, Config{DatabaseURL: px.DSN(t, pg.DSN)})
-	servicestest.WaitStatus(t, u+services.PathStartup, http.StatusOK, 20*time.Second)
-	servicestest.WaitStatus(t, u+services.PathReady, http.StatusOK, 5*time.Second)
-	if r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"before"}`, 5*time.Second); r.Status != http.StatusCreated {
+	refservicestest.WaitStatus(t, u+refservices.PathStartup, http.StatusOK, 20*time.Second)
+	refservicestest.WaitStatus(t, u+refservices.PathReady, http.StatusOK, 5*time.Second)
+	if r := refservicestest.Do(http.MethodPost, u+"/orders", `{"id":"before"}`, 5*time.Second); r.Status != http.StatusCreated {
 		t.Fatalf("POST /orders before the pause: %d %q %v", r.Status, r.Body, r.Err)
 	}
 
 	px.Pause(t)
 	// An order in flight during the pause fails at its deadline.
-	order := make(chan servicestest.Response, 1)
-	go func() { order <- servicestest.Do(http.MethodPost, u+"/orders", `{"id":"during"}`, 10*time.Second) }()
+	order := make(chan refservicestest.Response, 1)
+	go func() { order <- refservicestest.Do(http.MethodPost, u+"/orders", `{"id":"during"}`, 10*time.Second) }()
 
 	for i := range 3 {
-		live := servicestest.Do(http.MethodGet, u+services.PathLive, "", 2*time.Second)
+		live := refservicestest.Do(http.MethodGet, u+refservices.PathLive, "", 2*time.Second)
 		if live.Status != http.StatusOK || live.Elapsed > time.Second {
 			t.Errorf("liveness %d during the pause: status %d in %s (err %v), want 200 at once", i, live.Status, live.Elapsed, live.Err)
 		}
-		ready := servicestest.Do(http.MethodGet, u+services.PathReady, "", 2*time.Second)
+		ready := refservicestest.Do(http.MethodGet, u+refservices.PathReady, "", 2*time.Second)
 		if ready.Status != http.StatusServiceUnavailable || ready.Elapsed > 900*time.Millisecond {
 			t.Errorf("readiness %d during the pause: status %d in %s (err %v), want 503 within its 250 ms timeout", i, ready.Status, ready.Elapsed, ready.Err)
 		}
@@ -306,7 +306,7 @@ func TestCorrectBuildUnderDatabasePause(t *testing.T) {
 		}
 	}
 	// Startup stays 200 for life once started.
-	if r := servicestest.Do(http.MethodGet, u+services.PathStartup, "", 2*time.Second); r.Status != http.StatusOK {
+	if r := refservicestest.Do(http.MethodGet, u+refservices.PathStartup, "", 2*time.Second); r.Status != http.StatusOK {
 		t.Errorf("startup during the pause: %d, want 200 (started is for life)", r.Status)
 	}
 	r := <-order
@@ -315,10 +315,10 @@ func TestCorrectBuildUnderDatabasePause(t *testing.T) {
 	}
 
 	px.Resume(t)
-	servicestest.WaitStatus(t, u+services.PathReady, http.StatusOK, 10*time.Second)
+	refservicestest.WaitStatus(t, u+refservices.PathReady, http.StatusOK, 10*time.Second)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r := servicestest.Do(http.MethodPost, u+"/orders", `{"id":"after"}`, 5*time.Second)
+		r := refservicestest.Do(http.MethodPost, u+"/orders", `{"id":"after"}`, 5*time.Second)
 		if r.Status == http.StatusCreated {
 			break
 		}
@@ -335,22 +335,22 @@ func TestCorrectBuildUnderDatabasePause(t *testing.T) {
 // replica), and it answers again after.
 func TestNaiveBuildBlocksUnderDatabasePause(t *testing.T) {
 	pg := testutil.Postgres(t)
-	px := servicestest.Toxiproxy(t, pg.Addr)
-	_, u := startGateway(t, Config{DatabaseURL: px.DSN(t, pg.DSN), Build: services.BuildNaive})
-	servicestest.WaitStatus(t, u+"/health", http.StatusOK, 20*time.Second)
+	px := refservicestest.Toxiproxy(t, pg.Addr)
+	_, u := startGateway(t, Config{DatabaseURL: px.DSN(t, pg.DSN), Build: refservices.BuildNaive})
+	refservicestest.WaitStatus(t, u+"/health", http.StatusOK, 20*time.Second)
 
 	px.Pause(t)
-	for _, path := range []string{"/health", services.PathLive} {
-		r := servicestest.Do(http.MethodGet, u+path, "", time.Second)
+	for _, path := range []string{"/health", refservices.PathLive} {
+		r := refservicestest.Do(http.MethodGet, u+path, "", time.Second)
 		if r.Err == nil {
 			t.Errorf("naive %s during the pause answered %d %q; want it to block past the 1s probe timeout", path, r.Status, r.Body)
 		}
 	}
 	px.Resume(t)
-	servicestest.WaitStatus(t, u+"/health", http.StatusOK, 10*time.Second)
+	refservicestest.WaitStatus(t, u+"/health", http.StatusOK, 10*time.Second)
 }
 
-// TestDrainOnShutdown: services.Serve fails readiness and stops cleanly when
+// TestDrainOnShutdown: refservices.Serve fails readiness and stops cleanly when
 // its context ends.
 func TestServeDrains(t *testing.T) {
 	pg := testutil.Postgres(t)
@@ -364,11 +364,11 @@ func TestServeDrains(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	ln := listen(t)
-	go func() { errc <- services.Serve(ctx, nil, ln, s, 5*time.Second) }()
+	go func() { errc <- refservices.Serve(ctx, nil, ln, s, 5*time.Second) }()
 	u := "http://" + ln.Addr().String()
-	servicestest.WaitStatus(t, u+services.PathStartup, http.StatusOK, 20*time.Second)
+	refservicestest.WaitStatus(t, u+refservices.PathStartup, http.StatusOK, 20*time.Second)
 	s.Drain()
-	r := servicestest.Do(http.MethodGet, u+services.PathReady, "", time.Second)
+	r := refservicestest.Do(http.MethodGet, u+refservices.PathReady, "", time.Second)
 	var body map[string]any
 	_ = json.Unmarshal([]byte(r.Body), &body)
 	if r.Status != http.StatusServiceUnavailable || body["status"] != "draining" {

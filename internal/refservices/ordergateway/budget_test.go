@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/drillhq/drill/internal/services"
-	"github.com/drillhq/drill/internal/services/servicestest"
+	"github.com/drillhq/drill/internal/refservices"
+	"github.com/drillhq/drill/internal/refservices/refservicestest"
 	"github.com/drillhq/drill/internal/testutil"
 )
 
@@ -71,7 +71,7 @@ func gatewayConns(t *testing.T, conn *pgx.Conn) int {
 // over; PostgreSQL's own view counts the connections.
 func TestPoolSizeAndOverflow(t *testing.T) {
 	pg := testutil.Postgres(t)
-	px := servicestest.Toxiproxy(t, pg.Addr)
+	px := refservicestest.Toxiproxy(t, pg.Addr)
 	logs := &logBuffer{}
 	// No order deadline to speak of: pgx closes a connection whose query
 	// a deadline cancelled, which would hide the overflow's closing.
@@ -81,8 +81,8 @@ func TestPoolSizeAndOverflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := servicestest.Run(t, s)
-	servicestest.WaitStatus(t, u+services.PathADRStartup, http.StatusOK, 20*time.Second)
+	u := refservicestest.Run(t, s)
+	refservicestest.WaitStatus(t, u+refservices.PathADRStartup, http.StatusOK, 20*time.Second)
 	waitLog(t, logs, 0, "database connection budget", 10*time.Second)
 	if l := logs.String(); !strings.Contains(l, "poolSize=2 poolOverflow=2 readiness=1 perReplica=5 maxConnections=") {
 		t.Errorf("the budget line lacks size, overflow and max_connections:\n%s", l)
@@ -105,7 +105,7 @@ func TestPoolSizeAndOverflow(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := servicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"burst-%d"}`, i), 20*time.Second)
+			r := refservicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"burst-%d"}`, i), 20*time.Second)
 			if r.Status != http.StatusCreated && r.Status != http.StatusServiceUnavailable {
 				t.Errorf("POST /orders in the burst: %d %q %v", r.Status, r.Body, r.Err)
 			}
@@ -145,26 +145,26 @@ func TestPoolSizeAndOverflow(t *testing.T) {
 func TestReadinessBesideTheRequestPool(t *testing.T) {
 	pg := testutil.Postgres(t)
 	for _, tc := range []struct {
-		build services.Build
+		build refservices.Build
 		slow  bool // /readyz waits behind the orders
-	}{{services.BuildCorrect, false}, {services.BuildNaive, true}} {
+	}{{refservices.BuildCorrect, false}, {refservices.BuildNaive, true}} {
 		t.Run(string(tc.build), func(t *testing.T) {
-			px := servicestest.Toxiproxy(t, pg.Addr)
+			px := refservicestest.Toxiproxy(t, pg.Addr)
 			_, u := startGateway(t, Config{DatabaseURL: px.DSN(t, pg.DSN), Build: tc.build, PoolSize: 1, PoolOverflow: 1,
 				MaxBatch: 1, DBTimeout: 10 * time.Second})
-			servicestest.WaitStatus(t, u+services.PathADRStartup, http.StatusOK, 20*time.Second)
+			refservicestest.WaitStatus(t, u+refservices.PathADRStartup, http.StatusOK, 20*time.Second)
 			px.Latency(t, "downstream", 400)
 			var wg sync.WaitGroup
 			for i := range 8 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					servicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"%s-%d"}`, tc.build, i), 20*time.Second)
+					refservicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"%s-%d"}`, tc.build, i), 20*time.Second)
 				}()
 			}
 			defer wg.Wait()
 			time.Sleep(200 * time.Millisecond) // the orders hold both connections
-			r := servicestest.Do(http.MethodGet, u+services.PathADRReady, "", 10*time.Second)
+			r := refservicestest.Do(http.MethodGet, u+refservices.PathADRReady, "", 10*time.Second)
 			switch {
 			case tc.slow && r.Elapsed < 800*time.Millisecond:
 				t.Errorf("naive /readyz answered %d in %s with 8 orders queued for 2 connections at 400 ms: want it to wait behind them (above 800 ms)", r.Status, r.Elapsed)
@@ -173,7 +173,7 @@ func TestReadinessBesideTheRequestPool(t *testing.T) {
 			}
 			if !tc.slow {
 				// Started stays: the gate is not readiness.
-				if s := servicestest.Do(http.MethodGet, u+services.PathADRStartup, "", 2*time.Second); s.Status != http.StatusOK {
+				if s := refservicestest.Do(http.MethodGet, u+refservices.PathADRStartup, "", 2*time.Second); s.Status != http.StatusOK {
 					t.Errorf("/startupz with the pool busy: %d, want 200 (started is for life)", s.Status)
 				}
 			}
@@ -188,14 +188,14 @@ func TestReadinessBesideTheRequestPool(t *testing.T) {
 // mowdeck_readiness_check_up and mowdeck_service_started.
 func TestReadinessInterval(t *testing.T) {
 	pg := testutil.Postgres(t)
-	px := servicestest.Toxiproxy(t, pg.Addr)
+	px := refservicestest.Toxiproxy(t, pg.Addr)
 	logs := &logBuffer{}
 	s, err := New(Config{DatabaseURL: px.DSN(t, pg.DSN), ReadinessInterval: 100 * time.Millisecond},
 		slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := servicestest.Run(t, s)
+	u := refservicestest.Run(t, s)
 	pos := waitLog(t, logs, 0, "service started", 20*time.Second)
 	pos = waitLog(t, logs, pos, "readiness interval", 5*time.Second)
 	m := metricsText(t, u)
@@ -229,21 +229,21 @@ func TestReadinessInterval(t *testing.T) {
 // asked.
 func TestReadinessIntervalOff(t *testing.T) {
 	pg := testutil.Postgres(t)
-	px := servicestest.Toxiproxy(t, pg.Addr)
+	px := refservicestest.Toxiproxy(t, pg.Addr)
 	logs := &logBuffer{}
 	s, err := New(Config{DatabaseURL: px.DSN(t, pg.DSN), ReadinessInterval: NoInterval},
 		slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := servicestest.Run(t, s)
+	u := refservicestest.Run(t, s)
 	pos := waitLog(t, logs, 0, "service started", 20*time.Second)
 	px.Pause(t)
 	time.Sleep(time.Second)
 	if l := logs.String()[pos:]; strings.Contains(l, "service not ready") || strings.Contains(l, "readiness interval") {
 		t.Errorf("with the interval off the service evaluated readiness on its own:\n%s", l)
 	}
-	servicestest.Do(http.MethodGet, u+services.PathADRReady, "", 2*time.Second)
+	refservicestest.Do(http.MethodGet, u+refservices.PathADRReady, "", 2*time.Second)
 	waitLog(t, logs, pos, "service not ready", 5*time.Second)
 	px.Resume(t)
 }

@@ -1,15 +1,15 @@
-// Package services holds what drill's reference services share: the build
+// Package refservices holds what drill's reference services share: the build
 // switch (correct or naive), the HTTP serving loop with graceful shutdown,
 // the in-process liveness watchdog, the dedicated readiness connection to
 // PostgreSQL, the startup latch, schema creation that tolerates concurrent
 // replicas, and RFC 9457 problem responses.
 //
 // The services themselves live in the sub-packages
-// [github.com/drillhq/drill/internal/services/ordergateway] (HEALTH-ORD-001,
-// ADR 0077) and [github.com/drillhq/drill/internal/services/paymentcore]
+// [github.com/drillhq/drill/internal/refservices/ordergateway] (HEALTH-ORD-001,
+// ADR 0077) and [github.com/drillhq/drill/internal/refservices/paymentcore]
 // (BULKHEAD-PAY-001). `drill serve NAME` runs one of them as a process; the
 // local runtime runs such processes as replicas.
-package services
+package refservices
 
 import (
 	"fmt"

@@ -79,7 +79,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/drillhq/drill/internal/services"
+	"github.com/drillhq/drill/internal/refservices"
 )
 
 // Name is the reference service's name for `drill serve`.
@@ -169,9 +169,9 @@ type Service struct {
 	pools    atomic.Pointer[poolSet]
 	auths    *authBatcher // nil: one INSERT per authorization (AuthBatch 1)
 
-	probe  *services.ProbeConn
-	wd     *services.Watchdog
-	health *services.Health
+	probe  *refservices.ProbeConn
+	wd     *refservices.Watchdog
+	health *refservices.Health
 	mux    *http.ServeMux
 	wg     sync.WaitGroup
 
@@ -199,7 +199,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure %s: %w", Name, err)
 	}
-	probe, err := services.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
+	probe, err := refservices.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("configure %s: --database-url: %w", Name, err)
 	}
@@ -208,12 +208,12 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 		logger: logger,
 		rates:  rates,
 		probe:  probe,
-		wd:     services.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
+		wd:     refservices.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
 		reg:    prometheus.NewRegistry(),
 	}
 	if cfg.TaxAPIURL != "" {
 		maxConns := cfg.Tax.Workers
-		if cfg.Build == services.BuildNaive {
+		if cfg.Build == refservices.BuildNaive {
 			maxConns = cfg.Shared.Workers
 		}
 		s.tax = NewTaxAPI(cfg.TaxAPIURL, cfg.TaxTimeout, maxConns)
@@ -221,7 +221,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	onTransition := func(name string, from, to State) {
 		logger.Info("bulkhead state", "bulkhead", name, "from", from.String(), "to", to.String())
 	}
-	if cfg.Build == services.BuildNaive {
+	if cfg.Build == refservices.BuildNaive {
 		shared, err := NewBulkhead(BulkheadConfig{
 			Name: "shared", Workers: cfg.Shared.Workers, Queue: cfg.Shared.Queue, QueueTimeout: cfg.Shared.QueueTimeout,
 			RecoveryHold: cfg.RecoveryHold, Tags: numLanes, OnTransition: onTransition,
@@ -255,13 +255,13 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 			s.authRows.Add(float64(rows))
 		})
 	}
-	s.health = services.NewHealth(logger, s.wd, s.poolGate, services.Check{Name: "database", Run: s.probe.Check})
+	s.health = refservices.NewHealth(logger, s.wd, s.poolGate, refservices.Check{Name: "database", Run: s.probe.Check})
 	s.registerMetrics()
 	s.mux = s.routes()
 	return s, nil
 }
 
-func (s *Service) naive() bool { return s.cfg.Build == services.BuildNaive }
+func (s *Service) naive() bool { return s.cfg.Build == refservices.BuildNaive }
 
 func (s *Service) routes() *http.ServeMux {
 	mux := http.NewServeMux()
@@ -271,7 +271,7 @@ func (s *Service) routes() *http.ServeMux {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	s.health.RegisterWithLegacy(mux)
 	if s.cfg.DebugEndpoints {
-		services.RegisterDebug(mux, s.logger, s.wd)
+		refservices.RegisterDebug(mux, s.logger, s.wd)
 	}
 	return mux
 }
@@ -280,7 +280,7 @@ func (s *Service) routes() *http.ServeMux {
 func (s *Service) Handler() http.Handler { return s.mux }
 
 // Health returns the service's health state.
-func (s *Service) Health() *services.Health { return s.health }
+func (s *Service) Health() *refservices.Health { return s.health }
 
 // Bulkhead returns lane's bulkhead (the shared one in the naive build).
 func (s *Service) Bulkhead(lane int) *Bulkhead { return s.bh[lane] }
@@ -337,7 +337,7 @@ func (s *Service) Close() {
 }
 
 func (s *Service) startUp(ctx context.Context) {
-	opened := services.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
+	opened := refservices.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
 		ps, err := s.openPools(ctx)
 		if err != nil {
 			return err
@@ -363,7 +363,7 @@ func (s *Service) openPools(ctx context.Context) (_ *poolSet, err error) {
 		}
 	}()
 	open := func(name string, size int32) (*pgxpool.Pool, error) {
-		p, err := services.OpenPool(ctx, s.cfg.DatabaseURL, services.PoolOptions{
+		p, err := refservices.OpenPool(ctx, s.cfg.DatabaseURL, refservices.PoolOptions{
 			MaxConns: size, WarmConns: min(size, warmConns), ConnectTimeout: 2 * time.Second, Name: Name + "/" + name,
 		})
 		if err != nil {
@@ -387,7 +387,7 @@ func (s *Service) openPools(ctx context.Context) (_ *poolSet, err error) {
 			ps.byLane[i] = p
 		}
 	}
-	if err := services.EnsureSchema(ctx, ps.all[0], schemaLockKey, schemaDDL...); err != nil {
+	if err := refservices.EnsureSchema(ctx, ps.all[0], schemaLockKey, schemaDDL...); err != nil {
 		return nil, err
 	}
 	return ps, nil
@@ -466,7 +466,7 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request, needCard bool) 
 		err = errors.New("amountCents must be >= 0")
 	}
 	if err != nil {
-		services.WriteProblem(w, services.Problem{Status: http.StatusBadRequest, Title: "Invalid request", Code: CodeInvalid, Detail: err.Error()}, 0)
+		refservices.WriteProblem(w, refservices.Problem{Status: http.StatusBadRequest, Title: "Invalid request", Code: CodeInvalid, Detail: err.Error()}, 0)
 		return req, false
 	}
 	return req, true
@@ -487,7 +487,7 @@ func (s *Service) retryStorm(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.retryBlocked.Inc()
-	services.WriteProblem(w, services.Problem{
+	refservices.WriteProblem(w, refservices.Problem{
 		Status: http.StatusTooManyRequests, Title: "Retry limit exceeded", Code: CodeRetryStorm,
 		Detail: fmt.Sprintf("retry attempt %d exceeds the limit of %d; back off", n, s.cfg.MaxRetries),
 	}, s.cfg.RetryAfter)
@@ -502,7 +502,7 @@ func (s *Service) rejectSaturated(w http.ResponseWriter, lane int, extra map[str
 		_, _ = io.WriteString(w, "server busy\n")
 		return
 	}
-	p := services.Problem{
+	p := refservices.Problem{
 		Type:   "urn:drill:problem:bulkhead-saturated",
 		Status: http.StatusServiceUnavailable,
 		Extra:  extra,
@@ -520,7 +520,7 @@ func (s *Service) rejectSaturated(w http.ResponseWriter, lane int, extra map[str
 	}
 	p.Extra["lane"] = LaneNames[lane]
 	p.Detail = fmt.Sprintf("every %s worker is busy; retry after %s", LaneNames[lane], s.cfg.RetryAfter)
-	services.WriteProblem(w, p, s.cfg.RetryAfter)
+	refservices.WriteProblem(w, p, s.cfg.RetryAfter)
 }
 
 // dbFailure answers a failed database step.
@@ -528,17 +528,17 @@ func (s *Service) dbFailure(w http.ResponseWriter, r *http.Request, lane int, er
 	if r.Context().Err() != nil {
 		return // client gone
 	}
-	p := services.Problem{Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
+	p := refservices.Problem{Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
 		Extra: map[string]any{"lane": LaneNames[lane]}}
 	if timedOut {
 		p.Title, p.Code = "Database too slow", CodeDBTimeout
 		p.Detail = fmt.Sprintf("database work did not finish within %s", s.cfg.DBTimeout)
 	}
-	services.WriteProblem(w, p, s.cfg.RetryAfter)
+	refservices.WriteProblem(w, p, s.cfg.RetryAfter)
 }
 
 func (s *Service) notStarted(w http.ResponseWriter) {
-	services.WriteProblem(w, services.Problem{Status: http.StatusServiceUnavailable, Title: "Payment core starting", Code: CodeNotStarted,
+	refservices.WriteProblem(w, refservices.Problem{Status: http.StatusServiceUnavailable, Title: "Payment core starting", Code: CodeNotStarted,
 		Detail: "the database pools are not open yet"}, s.cfg.RetryAfter)
 }
 
@@ -570,10 +570,10 @@ func (s *Service) enter(w http.ResponseWriter, r *http.Request, lane int, onReje
 // queryOne runs query with args on lane's pool within DBTimeout and scans
 // its one row into dest. When it reports false the failure was answered.
 // The statement runs to its end (or DBTimeout) even when the client leaves
-// ([services.StatementContext]): cut off mid-statement, pgx would close the
+// ([refservices.StatementContext]): cut off mid-statement, pgx would close the
 // pooled connection and the pool open a new one.
 func (s *Service) queryOne(w http.ResponseWriter, r *http.Request, ps *poolSet, lane int, dest any, query string, args ...any) bool {
-	ctx, cancel := services.StatementContext(r.Context())
+	ctx, cancel := refservices.StatementContext(r.Context())
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, s.cfg.DBTimeout)
 	defer cancelTimeout()
@@ -606,7 +606,7 @@ func (s *Service) serveAuth(w http.ResponseWriter, r *http.Request) {
 	} else if !s.queryOne(w, r, ps, LaneAuth, &id, insertAuth, req.card(), req.amount()) {
 		return
 	}
-	services.WriteJSON(w, http.StatusOK, map[string]any{"authorizationId": id, "status": "approved"})
+	refservices.WriteJSON(w, http.StatusOK, map[string]any{"authorizationId": id, "status": "approved"})
 }
 
 func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
@@ -628,7 +628,7 @@ func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
 	if score >= 50 {
 		decision = "review"
 	}
-	services.WriteJSON(w, http.StatusOK, map[string]any{"score": score, "decision": decision, "recentAuthorizations": recent})
+	refservices.WriteJSON(w, http.StatusOK, map[string]any{"score": score, "decision": decision, "recentAuthorizations": recent})
 }
 
 func (s *Service) cachedQuote(req payRequest, reason string) TaxQuote {
@@ -645,7 +645,7 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, known := s.rates.Rate(req.Jurisdiction); !known {
-		services.WriteProblem(w, services.Problem{Status: http.StatusUnprocessableEntity, Title: "Unknown jurisdiction", Code: CodeUnknownJur,
+		refservices.WriteProblem(w, refservices.Problem{Status: http.StatusUnprocessableEntity, Title: "Unknown jurisdiction", Code: CodeUnknownJur,
 			Detail: fmt.Sprintf("no tax rate for jurisdiction %q", req.Jurisdiction)}, 0)
 		return
 	}
@@ -668,7 +668,7 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 	// Record the quote on the tax lane's own pool, after the API call: no
 	// connection is held while the tax API is slow (ADV-FD-01). The
 	// statement is not cut off when the client leaves (see queryOne).
-	sctx, scancel := services.StatementContext(r.Context())
+	sctx, scancel := refservices.StatementContext(r.Context())
 	defer scancel()
 	ctx, cancel := context.WithTimeout(sctx, s.cfg.DBTimeout)
 	defer cancel()
@@ -677,7 +677,7 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 		s.auditFailures.Inc()
 		s.logger.Debug("record tax quote", "err", err)
 	}
-	services.WriteJSON(w, http.StatusOK, q)
+	refservices.WriteJSON(w, http.StatusOK, q)
 }
 
 // quote asks the tax API and falls back to the cached table.
@@ -720,7 +720,7 @@ func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool
 	defer conn.Release()
 	// The transaction's statements run to their end when the client leaves
 	// (see queryOne); only the tax API call follows the client.
-	sctx, scancel := services.StatementContext(r.Context())
+	sctx, scancel := refservices.StatementContext(r.Context())
 	defer scancel()
 	tx, err := conn.Begin(sctx)
 	if err != nil {
@@ -746,7 +746,7 @@ func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool
 		s.dbFailure(w, r, LaneTax, err, false)
 		return
 	}
-	services.WriteJSON(w, http.StatusOK, q)
+	refservices.WriteJSON(w, http.StatusOK, q)
 }
 
 // --- metrics ----------------------------------------------------------------

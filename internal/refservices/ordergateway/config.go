@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drillhq/drill/internal/services"
+	"github.com/drillhq/drill/internal/refservices"
 )
 
 // PressureMode says how work-queue pressure enters readiness
@@ -32,7 +32,7 @@ const (
 	DefaultPoolSize          = 8
 	DefaultMaxInFlight       = 1024
 	DefaultDBTimeout         = time.Second
-	DefaultReadyTimeout      = services.DefaultReadyTimeout
+	DefaultReadyTimeout      = refservices.DefaultReadyTimeout
 	DefaultPressureThreshold = 0.9
 	DefaultPressureWindow    = time.Second
 	DefaultMaxBodyBytes      = 64 << 10
@@ -54,7 +54,7 @@ const (
 // on each field ([Config.SetDefaults]).
 type Config struct {
 	// Build is correct (HEALTH-ORD-001) or naive (INC-3119); default correct.
-	Build services.Build
+	Build refservices.Build
 	// DatabaseURL is the PostgreSQL DSN (URL or key=value); required.
 	DatabaseURL string
 	// PoolSize is the request pool's size: connections opened at start and
@@ -125,12 +125,12 @@ type Config struct {
 // SetDefaults fills zero fields with their defaults.
 func (c *Config) SetDefaults() {
 	if c.Build == "" {
-		c.Build = services.BuildCorrect
+		c.Build = refservices.BuildCorrect
 	}
 	if c.PoolSize == 0 {
 		c.PoolSize = DefaultPoolSize
 	}
-	naive := c.Build == services.BuildNaive
+	naive := c.Build == refservices.BuildNaive
 	switch {
 	case c.MaxInFlight < 0 || (c.MaxInFlight == 0 && naive):
 		c.MaxInFlight = Unlimited
@@ -147,7 +147,7 @@ func (c *Config) SetDefaults() {
 		c.DBTimeout = DefaultDBTimeout
 	}
 	if c.ReadinessInterval == 0 {
-		c.ReadinessInterval = services.DefaultReadinessInterval
+		c.ReadinessInterval = refservices.DefaultReadinessInterval
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = DefaultReadyTimeout
@@ -168,7 +168,7 @@ func (c *Config) SetDefaults() {
 
 // Validate reports every invalid field, by its flag name.
 func (c Config) Validate() error {
-	errs := services.ValidateBase(c.Build, c.DatabaseURL)
+	errs := refservices.ValidateBase(c.Build, c.DatabaseURL)
 	if c.PoolSize < 1 {
 		errs = append(errs, fmt.Errorf("--pool-size: must be >= 1, got %d", c.PoolSize))
 	}
