@@ -9,9 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/drillhq/drill/internal/cpuuse"
@@ -22,6 +20,7 @@ import (
 	"github.com/drillhq/drill/internal/progress"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/redact"
+	"github.com/drillhq/drill/internal/report"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -157,7 +156,9 @@ func runLoad(ctx context.Context, opts LoadOptions, streams []scenario.Stream, d
 	if opts.Save == "" {
 		series = totals.series()
 	}
-	printLoadSummary(opts.Stdout, streams, series)
+	// The table is for a person; a failed write does not change the
+	// measurement's verdict.
+	_ = report.LoadSummary(opts.Stdout, streams, series)
 	if opts.Save != "" {
 		if err := saveSeries(opts.Save, series); err != nil {
 			return exitcode.Wrap(exitcode.CouldNotRun, err)
@@ -181,52 +182,6 @@ func runLoad(ctx context.Context, opts LoadOptions, streams []scenario.Stream, d
 		return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("drill load: interrupted: %w", context.Cause(ctx)))
 	}
 	return nil
-}
-
-// printLoadSummary writes one line per stream: intended and achieved
-// rate, latency percentiles from intended send times, errors, late sends.
-func printLoadSummary(w io.Writer, streams []scenario.Stream, series map[string]*measure.Series) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stream\trequests\tintended/s\tachieved/s\tp50\tp90\tp99\tmax\terrors\tlate\t")
-	for _, st := range streams {
-		s := series[st.Name]
-		if s == nil {
-			continue
-		}
-		b := s.Total()
-		secs := st.Duration.D().Seconds()
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%d\t\n", st.Name, b.Requests,
-			float64(b.Intended)/secs, float64(b.Requests)/secs,
-			ms(b.Quantile(50)), ms(b.Quantile(90)), ms(b.Quantile(99)), ms(b.Max()), errSummary(b), b.Late)
-	}
-	tw.Flush()
-}
-
-func ms(d time.Duration) string {
-	if d <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-}
-
-// errSummary is "0", or the failure count with its breakdown, e.g.
-// "12 (503:10 timeout:2)".
-func errSummary(b *measure.Bucket) string {
-	n := b.Failures()
-	if n == 0 {
-		return "0"
-	}
-	var parts []string
-	for code, c := range b.Codes {
-		if code >= 400 {
-			parts = append(parts, fmt.Sprintf("%d:%d", code, c))
-		}
-	}
-	for kind, c := range b.Errors {
-		parts = append(parts, fmt.Sprintf("%s:%d", kind, c))
-	}
-	sort.Strings(parts)
-	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, " "))
 }
 
 func saveSeries(path string, series map[string]*measure.Series) error {

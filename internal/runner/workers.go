@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -12,6 +11,7 @@ import (
 	"github.com/drillhq/drill/internal/kube"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/report"
 	"github.com/drillhq/drill/internal/scenario"
 	"github.com/drillhq/drill/internal/workers"
 )
@@ -100,8 +100,10 @@ func runWorkersLoad(ctx context.Context, opts LoadOptions, sc *scenario.Scenario
 	opts.Logger.Info("load spread over workers", "workers", spec.Workers, "namespace", ns, "t0", spec.Start)
 	res, runErr := coord.Run(ctx)
 	series := sink.sb.Series()
-	printLoadSummary(opts.Stdout, streams, series)
-	printWorkers(opts.Stdout, res)
+	// The tables are for a person; a failed write does not change the
+	// measurement's verdict.
+	_ = report.LoadSummary(opts.Stdout, streams, series)
+	_ = report.LoadWorkerLines(opts.Stdout, res)
 	if opts.Save != "" {
 		if err := saveSeries(opts.Save, series); err != nil {
 			return exitcode.Wrap(exitcode.CouldNotRun, err)
@@ -123,25 +125,4 @@ func runWorkersLoad(ctx context.Context, opts LoadOptions, sc *scenario.Scenario
 		return exitcode.Wrap(exitcode.InvalidMeasurement, fmt.Errorf("drill load: measurement invalid: %s", v.Summary()))
 	}
 	return nil
-}
-
-// printWorkers writes one line per worker: its pod, requests sent, late
-// ones, its dispatch lag (p99 and max), how late it started and its clock
-// against the API server's.
-func printWorkers(w io.Writer, res workers.Result) {
-	for _, wr := range res.Workers {
-		state := "done"
-		switch {
-		case wr.Failed:
-			state = "FAILED"
-		case !wr.Done:
-			state = "stopped"
-		}
-		fmt.Fprintf(w, "worker %d  %s  pod %s  sent %d  late %d  lag p99 %s max %s  started late by %s  clock %s",
-			wr.Index, state, wr.Pod, wr.Sent, wr.LateRequests, wr.LagP99, wr.LagMax, wr.Late, wr.Clock)
-		if wr.Error != "" {
-			fmt.Fprintf(w, "  (%s)", wr.Error)
-		}
-		fmt.Fprintln(w)
-	}
 }
