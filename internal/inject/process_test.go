@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"strings"
 	"syscall"
@@ -313,15 +314,17 @@ func TestCleanupProcessPauseLeaderGone(t *testing.T) {
 	}
 	waitFor(t, "postmaster gone", func() bool { return !proctree.Alive(pg.PGID) })
 	// A child that had already exited when the pause came (a backend or
-	// worker ending as the postmaster froze) stays a zombie, now of PID 1:
-	// it is no longer the journaled process and nothing can continue it.
+	// worker ending as the postmaster froze) stays a zombie, now of PID 1,
+	// until PID 1 reaps it and it is gone: either way it is no longer the
+	// journaled process and nothing can continue it. (A stopped process
+	// cannot exit, so one that is gone had exited before the pause.)
 	// Every other child must still be stopped, and at least the held
 	// connection's backend is one of those.
 	var stopped []proctree.ID
 	for _, id := range children {
 		pr, err := proctree.Read(id.PID)
 		switch {
-		case err == nil && pr.State == 'Z':
+		case err == nil && pr.State == 'Z', errors.Is(err, fs.ErrNotExist):
 			continue
 		case err != nil || pr.State != 'T':
 			t.Fatalf("child %d before cleanup: %+v %v; want stopped", id.PID, pr, err)
