@@ -52,31 +52,29 @@ TAX_API_URL. Flags win over the environment. Logs go to stderr (info level;
 type serveCommon struct {
 	build         string
 	listen        string
-	databaseURL   string
 	shutdownGrace time.Duration
-	watchdogEvery time.Duration
-	watchdogStall time.Duration
-	readyTimeout  time.Duration
-	debug         bool
 	gomaxprocs    int
+	// st are the service's shared settings but the build, which resolve
+	// parses.
+	st refservices.Settings
 }
 
 func (c *serveCommon) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.build, "build", "correct", "which build to run: correct (the spec) or naive (the incident)")
 	fs.StringVar(&c.listen, "listen", "", "address to listen on (default 127.0.0.1:$PORT, else 127.0.0.1:8080)")
-	fs.StringVar(&c.databaseURL, "database-url", "", "PostgreSQL DSN (default $DATABASE_URL)")
+	fs.StringVar(&c.st.DatabaseURL, "database-url", "", "PostgreSQL DSN (default $DATABASE_URL)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", refservices.DefaultShutdownGrace, "after SIGTERM, how long in-flight requests may finish")
-	fs.DurationVar(&c.watchdogEvery, "watchdog-interval", refservices.DefaultWatchdogInterval, "liveness watchdog kick period")
-	fs.DurationVar(&c.watchdogStall, "watchdog-stall", refservices.DefaultWatchdogStall, "liveness fails when the watchdog has not kicked for this long")
-	fs.DurationVar(&c.readyTimeout, "ready-timeout", refservices.DefaultReadyTimeout, "timeout of the readiness SELECT 1 on its own connection")
-	fs.BoolVar(&c.debug, "debug-endpoints", false, "enable /debug/pprof/ and POST /debug/watchdog/stop (stops the watchdog: liveness fails)")
+	fs.DurationVar(&c.st.WatchdogInterval, "watchdog-interval", refservices.DefaultWatchdogInterval, "liveness watchdog kick period")
+	fs.DurationVar(&c.st.WatchdogStall, "watchdog-stall", refservices.DefaultWatchdogStall, "liveness fails when the watchdog has not kicked for this long")
+	fs.DurationVar(&c.st.ReadyTimeout, "ready-timeout", refservices.DefaultReadyTimeout, "timeout of the readiness SELECT 1 on its own connection")
+	fs.BoolVar(&c.st.DebugEndpoints, "debug-endpoints", false, "enable /debug/pprof/ and POST /debug/watchdog/stop (stops the watchdog: liveness fails)")
 	fs.IntVar(&c.gomaxprocs, "gomaxprocs", 0, "Go's GOMAXPROCS (0: Go's default, which follows $GOMAXPROCS and the CPU quota)")
 }
 
 // resolve applies the environment defaults and parses the build.
 func (c *serveCommon) resolve(cmd *cobra.Command, g *Globals) (refservices.Build, error) {
 	if !cmd.Flags().Changed("database-url") {
-		c.databaseURL = g.Getenv("DATABASE_URL")
+		c.st.DatabaseURL = g.Getenv("DATABASE_URL")
 	}
 	// --gomaxprocs exists for experiments on small shared machines; with
 	// group commit, measurements on 2 cores showed no consistent gain from
@@ -116,10 +114,10 @@ func serveLogger(g *Globals, name string, build refservices.Build) (*slog.Logger
 }
 
 // run resolves the common flags, builds the service called name with
-// newService (an error there is bad input) and serves it on --listen until
-// the command's context is done.
+// newService from the shared settings (an error there is bad input) and
+// serves it on --listen until the command's context is done.
 func (c *serveCommon) run(cmd *cobra.Command, g *Globals, name string,
-	newService func(build refservices.Build, logger *slog.Logger) (refservices.Service, error)) error {
+	newService func(st refservices.Settings, logger *slog.Logger) (refservices.Service, error)) error {
 	build, err := c.resolve(cmd, g)
 	if err != nil {
 		return err
@@ -128,7 +126,9 @@ func (c *serveCommon) run(cmd *cobra.Command, g *Globals, name string,
 	if err != nil {
 		return err
 	}
-	svc, err := newService(build, logger)
+	st := c.st
+	st.Build = build
+	svc, err := newService(st, logger)
 	if err != nil {
 		return exitcode.Wrap(exitcode.BadInput, err)
 	}
@@ -165,13 +165,8 @@ readiness every --readiness-interval and logs "service not ready" / "service
 ready again".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.run(cmd, g, ordergateway.Name, func(build refservices.Build, logger *slog.Logger) (refservices.Service, error) {
-				cfg.Build = build
-				cfg.DatabaseURL = c.databaseURL
-				cfg.ReadyTimeout = c.readyTimeout
-				cfg.WatchdogInterval = c.watchdogEvery
-				cfg.WatchdogStall = c.watchdogStall
-				cfg.DebugEndpoints = c.debug
+			return c.run(cmd, g, ordergateway.Name, func(st refservices.Settings, logger *slog.Logger) (refservices.Service, error) {
+				cfg.SetBase(st)
 				cfg.Pressure = ordergateway.PressureMode(pr)
 				if cfg.ReadinessInterval == 0 {
 					cfg.ReadinessInterval = ordergateway.NoInterval // the flag's 0 turns it off
@@ -212,16 +207,11 @@ back to a certified cached rate table. /metrics has per-lane bulkhead metrics;
 health endpoints as order-gateway's correct build (no tax API in readiness).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.run(cmd, g, paymentcore.Name, func(build refservices.Build, logger *slog.Logger) (refservices.Service, error) {
+			return c.run(cmd, g, paymentcore.Name, func(st refservices.Settings, logger *slog.Logger) (refservices.Service, error) {
 				if !cmd.Flags().Changed("tax-api-url") {
 					cfg.TaxAPIURL = g.Getenv("TAX_API_URL")
 				}
-				cfg.Build = build
-				cfg.DatabaseURL = c.databaseURL
-				cfg.ReadyTimeout = c.readyTimeout
-				cfg.WatchdogInterval = c.watchdogEvery
-				cfg.WatchdogStall = c.watchdogStall
-				cfg.DebugEndpoints = c.debug
+				cfg.SetBase(st)
 				return paymentcore.New(cfg, logger)
 			})
 		},

@@ -197,6 +197,40 @@ func EnsureSchema(ctx context.Context, pool *pgxpool.Pool, lockKey int64, ddl ..
 	return nil
 }
 
+// openPoolsTimeout bounds [OpenPools].
+const openPoolsTimeout = 5 * time.Second
+
+// OpenPools opens one pool per opts ([OpenPool]) and creates the schema on the
+// first ([EnsureSchema] with lockKey and ddl), all within 5 s and ctx. It
+// returns the pools in the order of opts; on error it closes those it
+// opened and returns the error of the pool or the schema.
+func OpenPools(ctx context.Context, dsn string, lockKey int64, ddl []string, opts ...PoolOptions) (_ []*pgxpool.Pool, err error) {
+	if len(opts) == 0 {
+		return nil, errors.New("open pools: no pool to open")
+	}
+	ctx, cancel := context.WithTimeout(ctx, openPoolsTimeout)
+	defer cancel()
+	var pools []*pgxpool.Pool
+	defer func() {
+		if err != nil {
+			for _, p := range pools {
+				p.Close()
+			}
+		}
+	}()
+	for _, o := range opts {
+		p, err := OpenPool(ctx, dsn, o)
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, p)
+	}
+	if err := EnsureSchema(ctx, pools[0], lockKey, ddl...); err != nil {
+		return nil, err
+	}
+	return pools, nil
+}
+
 // StatementContext returns the context for one statement on a connection
 // already acquired for ctx's request: ctx's deadline and values, but not
 // its cancellation. A client that goes away while its statement runs

@@ -1,8 +1,11 @@
 // Package refservices holds what drill's reference services share: the build
-// switch (correct or naive), the HTTP serving loop with graceful shutdown,
-// the in-process liveness watchdog, the dedicated readiness connection to
-// PostgreSQL, the startup latch, schema creation that tolerates concurrent
-// replicas, and RFC 9457 problem responses.
+// switch (correct or naive), the settings and skeleton every service is
+// built on ([Settings], [Base]: logger, health endpoints, metrics registry,
+// routes and background goroutines), the HTTP serving loop with graceful
+// shutdown, the in-process liveness watchdog, the dedicated readiness
+// connection to PostgreSQL, the startup latch, the request pools with
+// schema creation that tolerates concurrent replicas, and RFC 9457 problem
+// responses.
 //
 // The services themselves live in the sub-packages
 // [github.com/drillhq/drill/internal/refservices/ordergateway] (HEALTH-ORD-001,

@@ -84,15 +84,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/drillhq/drill/internal/refservices"
 )
@@ -128,26 +125,21 @@ const (
 const retryAfterOverload = time.Second
 
 // Service is one order-gateway process. Create it with [New], serve
-// [Service.Handler], call [Service.Start] once, [Service.Close] at the end.
+// [refservices.Base.Handler], call [Service.Start] once, [Service.Close]
+// at the end.
 type Service struct {
-	cfg    Config
-	logger *slog.Logger
-	base   time.Time
+	*refservices.Base
+	cfg  Config
+	base time.Time
 
-	pool   atomic.Pointer[pgxpool.Pool]
-	batch  *batcher // nil when MaxBatch is 1
-	floor  *writeFloor
-	probe  *refservices.ProbeConn
-	wd     *refservices.Watchdog
-	health *refservices.Health
-	mux    *http.ServeMux
-	wg     sync.WaitGroup
+	pool  atomic.Pointer[pgxpool.Pool]
+	batch *batcher // nil when MaxBatch is 1
+	floor *writeFloor
 
 	warm     atomic.Bool // pool open and Warmup over
 	inflight atomic.Int64
 	lastOK   atomic.Int64 // ns since base of the last written order; -1 none
 
-	reg      *prometheus.Registry
 	batches  prometheus.Counter
 	batched  prometheus.Counter
 	created  prometheus.Counter
@@ -160,25 +152,11 @@ type Service struct {
 // New validates cfg (after defaults) and returns a Service; it does no I/O.
 // Errors name the offending flag.
 func New(cfg Config, logger *slog.Logger) (*Service, error) {
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("configure %s: %w", Name, err)
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	probe, err := refservices.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
+	b, err := refservices.NewBase(Name, &cfg, logger)
 	if err != nil {
-		return nil, fmt.Errorf("configure %s: --database-url: %w", Name, err)
+		return nil, err
 	}
-	s := &Service{
-		cfg:    cfg,
-		logger: logger,
-		base:   time.Now(),
-		probe:  probe,
-		wd:     refservices.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
-		reg:    prometheus.NewRegistry(),
-	}
+	s := &Service{Base: b, cfg: cfg, base: time.Now()}
 	s.lastOK.Store(-1)
 	s.floor = &writeFloor{limit: max(cfg.DBTimeout/10, 0)}
 	if cfg.MaxBatch > 1 {
@@ -192,31 +170,15 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 			s.batched.Add(float64(n))
 		})
 	}
-	s.health = refservices.NewHealth(logger, s.wd, s.poolGate,
-		refservices.Check{Name: "database", Run: s.probe.Check},
-		refservices.Check{Name: "work_queue", Run: s.pressureCheck},
-	)
+	var deep http.HandlerFunc
+	if s.Naive() {
+		deep = s.serveDeepHealth
+	}
+	s.Init(s.poolGate, deep, func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /orders", s.serveOrder)
+	}, refservices.Check{Name: "work_queue", Run: s.pressureCheck})
 	s.registerMetrics()
-	s.mux = s.routes()
 	return s, nil
-}
-
-func (s *Service) routes() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /orders", s.serveOrder)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	if s.cfg.Build == refservices.BuildNaive {
-		for _, p := range []string{refservices.PathLegacy, refservices.PathStartup, refservices.PathLive, refservices.PathReady,
-			refservices.PathADRStartup, refservices.PathADRLive, refservices.PathADRReady} {
-			mux.HandleFunc("GET "+p, s.serveDeepHealth)
-		}
-	} else {
-		s.health.RegisterWithLegacy(mux)
-	}
-	if s.cfg.DebugEndpoints {
-		refservices.RegisterDebug(mux, s.logger, s.wd)
-	}
-	return mux
 }
 
 func (s *Service) registerMetrics() {
@@ -235,7 +197,7 @@ func (s *Service) registerMetrics() {
 	s.batched = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "orders_batched_total", Help: "Orders written by the group-commit writer (divide by orders_batches_total for the mean batch).",
 	})
-	s.reg.MustRegister(orders, s.batches, s.batched,
+	s.Registry.MustRegister(orders, s.batches, s.batched,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "orders_inflight", Help: "POST /orders in flight.",
 		}, func() float64 { return float64(s.inflight.Load()) }),
@@ -264,54 +226,40 @@ func (s *Service) registerMetrics() {
 			}
 			return 0
 		}),
-		collectors.NewGoCollector(),
 	)
-	s.reg.MustRegister(s.health.Collectors()...)
 }
-
-// Handler serves POST /orders, the health endpoints and /metrics.
-func (s *Service) Handler() http.Handler { return s.mux }
-
-// Health returns the correct build's health state (used by tests and the
-// serve loop).
-func (s *Service) Health() *refservices.Health { return s.health }
 
 // Start launches the watchdog and the start-up sequence (open the request
 // pool with retries, create the table, wait Warmup, then pass readiness
 // once) bound to ctx. It returns at once.
 func (s *Service) Start(ctx context.Context) {
-	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.wd.Run(ctx) }()
-	go func() { defer s.wg.Done(); s.startUp(ctx) }()
+	s.Launch(ctx, s.startUp)
 	if s.batch != nil {
 		s.batch.start(ctx, int(s.cfg.PoolSize))
 	}
 }
 
-// Drain makes readiness answer 503 "draining".
-func (s *Service) Drain() { s.health.Drain() }
-
 // Close waits for the background work (its ctx must be done) and closes the
 // pool and the readiness connection.
 func (s *Service) Close() {
-	s.wg.Wait()
+	s.Wait()
 	if s.batch != nil {
 		s.batch.wait()
 	}
 	if p := s.pool.Swap(nil); p != nil {
 		p.Close()
 	}
-	s.probe.Close()
+	s.Probe.Close()
 }
 
 func (s *Service) startUp(ctx context.Context) {
-	opened := refservices.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
+	opened := refservices.RetryOpen(ctx, s.Logger, func(ctx context.Context) error {
 		pool, err := s.openPool(ctx)
 		if err != nil {
 			return err
 		}
 		s.pool.Store(pool)
-		s.logger.Info("request pool open", "poolSize", s.cfg.PoolSize, "poolOverflow", s.cfg.PoolOverflow)
+		s.Logger.Info("request pool open", "poolSize", s.cfg.PoolSize, "poolOverflow", s.cfg.PoolOverflow)
 		return nil
 	})
 	if !opened {
@@ -321,16 +269,16 @@ func (s *Service) startUp(ctx context.Context) {
 		return
 	}
 	s.warm.Store(true)
-	if s.cfg.Build == refservices.BuildNaive {
+	if s.Naive() {
 		return
 	}
-	if !s.health.WaitStarted(ctx) {
+	if !s.Health().WaitStarted(ctx) {
 		return
 	}
 	s.logBudget(ctx)
 	if s.cfg.ReadinessInterval > 0 {
-		s.logger.Info("readiness interval", "every", s.cfg.ReadinessInterval)
-		s.health.RunInterval(ctx, s.cfg.ReadinessInterval)
+		s.Logger.Info("readiness interval", "every", s.cfg.ReadinessInterval)
+		s.Health().RunInterval(ctx, s.cfg.ReadinessInterval)
 	}
 }
 
@@ -348,31 +296,25 @@ func (s *Service) logBudget(ctx context.Context) {
 	defer cancel()
 	var maxConns int
 	if err := pool.QueryRow(qctx, "SELECT current_setting('max_connections')::int").Scan(&maxConns); err != nil {
-		s.logger.Info("database connection budget", append(attrs, "maxConnections", "unknown: "+err.Error())...)
+		s.Logger.Info("database connection budget", append(attrs, "maxConnections", "unknown: "+err.Error())...)
 		return
 	}
 	attrs = append(attrs, "maxConnections", maxConns)
 	if per > maxConns {
-		s.logger.Warn("database connection budget exceeds max_connections", attrs...)
+		s.Logger.Warn("database connection budget exceeds max_connections", attrs...)
 		return
 	}
-	s.logger.Info("database connection budget", attrs...)
+	s.Logger.Info("database connection budget", attrs...)
 }
 
 func (s *Service) openPool(ctx context.Context) (*pgxpool.Pool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	pool, err := refservices.OpenPool(ctx, s.cfg.DatabaseURL, refservices.PoolOptions{
+	pools, err := refservices.OpenPools(ctx, s.cfg.DatabaseURL, schemaLockKey, schemaDDL, refservices.PoolOptions{
 		MaxConns: s.cfg.PoolSize, Overflow: s.cfg.PoolOverflow, WarmConns: s.cfg.PoolSize, ConnectTimeout: 2 * time.Second, Name: Name,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := refservices.EnsureSchema(ctx, pool, schemaLockKey, schemaDDL...); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return pool, nil
+	return pools[0], nil
 }
 
 // poolGate is the start-up precondition: the request pool is open. The
@@ -505,7 +447,7 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.dbErrors.Inc()
-		s.logger.Debug("write order", "err", err)
+		s.Logger.Debug("write order", "err", err)
 		refservices.WriteProblem(w, refservices.Problem{
 			Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
 		}, retryAfterOverload)

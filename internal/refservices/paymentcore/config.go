@@ -88,19 +88,28 @@ type Config struct {
 	DebugEndpoints bool
 }
 
+// Base returns the settings every reference service has.
+func (c Config) Base() refservices.Settings {
+	return refservices.Settings{Build: c.Build, DatabaseURL: c.DatabaseURL, ReadyTimeout: c.ReadyTimeout,
+		WatchdogInterval: c.WatchdogInterval, WatchdogStall: c.WatchdogStall, DebugEndpoints: c.DebugEndpoints}
+}
+
+// SetBase sets the settings every reference service has to st.
+func (c *Config) SetBase(st refservices.Settings) {
+	c.Build, c.DatabaseURL, c.ReadyTimeout = st.Build, st.DatabaseURL, st.ReadyTimeout
+	c.WatchdogInterval, c.WatchdogStall, c.DebugEndpoints = st.WatchdogInterval, st.WatchdogStall, st.DebugEndpoints
+}
+
 // SetDefaults fills zero fields with their defaults.
 func (c *Config) SetDefaults() {
-	if c.Build == "" {
-		c.Build = refservices.BuildCorrect
-	}
+	st := c.Base()
+	st.SetDefaults()
+	c.SetBase(st)
 	if c.TaxTimeout == 0 {
 		c.TaxTimeout = DefaultTaxTimeout
 	}
 	if c.DBTimeout == 0 {
 		c.DBTimeout = DefaultDBTimeout
-	}
-	if c.ReadyTimeout == 0 {
-		c.ReadyTimeout = DefaultReadyTimeout
 	}
 	if c.RetryAfter == 0 {
 		c.RetryAfter = DefaultRetryAfter

@@ -70,14 +70,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/drillhq/drill/internal/refservices"
 )
@@ -159,23 +156,16 @@ type poolSet struct {
 // Service is one payment-core process. Create it with [New], serve
 // [Service.Handler], call [Service.Start] once, [Service.Close] at the end.
 type Service struct {
-	cfg    Config
-	logger *slog.Logger
-	rates  RateTable
-	tax    *TaxAPI // nil: no tax API configured
+	*refservices.Base
+	cfg   Config
+	rates RateTable
+	tax   *TaxAPI // nil: no tax API configured
 
 	bh       [numLanes]*Bulkhead // naive: the same shared bulkhead thrice
 	distinct []*Bulkhead
 	pools    atomic.Pointer[poolSet]
 	auths    *authBatcher // nil: one INSERT per authorization (AuthBatch 1)
 
-	probe  *refservices.ProbeConn
-	wd     *refservices.Watchdog
-	health *refservices.Health
-	mux    *http.ServeMux
-	wg     sync.WaitGroup
-
-	reg           *prometheus.Registry
 	fallbacks     *prometheus.CounterVec
 	drift         prometheus.Counter
 	retryBlocked  prometheus.Counter
@@ -188,29 +178,16 @@ type Service struct {
 // a Service; it does no I/O. Errors name the offending flag, or wrap
 // [ErrUntestedCompensation] for a bad table.
 func New(cfg Config, logger *slog.Logger) (*Service, error) {
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("configure %s: %w", Name, err)
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	b, err := refservices.NewBase(Name, &cfg, logger)
+	if err != nil {
+		return nil, err
 	}
 	rates, err := CachedRates()
 	if err != nil {
 		return nil, fmt.Errorf("configure %s: %w", Name, err)
 	}
-	probe, err := refservices.NewProbeConn(cfg.DatabaseURL, cfg.ReadyTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("configure %s: --database-url: %w", Name, err)
-	}
-	s := &Service{
-		cfg:    cfg,
-		logger: logger,
-		rates:  rates,
-		probe:  probe,
-		wd:     refservices.NewWatchdog(cfg.WatchdogInterval, cfg.WatchdogStall),
-		reg:    prometheus.NewRegistry(),
-	}
+	logger = b.Logger
+	s := &Service{Base: b, cfg: cfg, rates: rates}
 	if cfg.TaxAPIURL != "" {
 		maxConns := cfg.Tax.Workers
 		if cfg.Build == refservices.BuildNaive {
@@ -255,32 +232,14 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 			s.authRows.Add(float64(rows))
 		})
 	}
-	s.health = refservices.NewHealth(logger, s.wd, s.poolGate, refservices.Check{Name: "database", Run: s.probe.Check})
+	s.Init(s.poolGate, nil, func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /auth", s.serveAuth)
+		mux.HandleFunc("POST /fraud", s.serveFraud)
+		mux.HandleFunc("POST /tax", s.serveTax)
+	})
 	s.registerMetrics()
-	s.mux = s.routes()
 	return s, nil
 }
-
-func (s *Service) naive() bool { return s.cfg.Build == refservices.BuildNaive }
-
-func (s *Service) routes() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /auth", s.serveAuth)
-	mux.HandleFunc("POST /fraud", s.serveFraud)
-	mux.HandleFunc("POST /tax", s.serveTax)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	s.health.RegisterWithLegacy(mux)
-	if s.cfg.DebugEndpoints {
-		refservices.RegisterDebug(mux, s.logger, s.wd)
-	}
-	return mux
-}
-
-// Handler serves every endpoint.
-func (s *Service) Handler() http.Handler { return s.mux }
-
-// Health returns the service's health state.
-func (s *Service) Health() *refservices.Health { return s.health }
 
 // Bulkhead returns lane's bulkhead (the shared one in the naive build).
 func (s *Service) Bulkhead(lane int) *Bulkhead { return s.bh[lane] }
@@ -290,16 +249,13 @@ func (s *Service) Bulkhead(lane int) *Bulkhead { return s.bh[lane] }
 // once) bound to ctx. It returns at once.
 func (s *Service) Start(ctx context.Context) {
 	if s.tax == nil {
-		s.logger.Warn("no tax API configured; the tax lane answers from the cached rate table only")
+		s.Logger.Warn("no tax API configured; the tax lane answers from the cached rate table only")
 	}
-	s.wg.Add(3)
 	if s.auths != nil {
 		s.auths.start(ctx, s.cfg.AuthBatchWriters)
 	}
-	go func() { defer s.wg.Done(); s.wd.Run(ctx) }()
-	go func() { defer s.wg.Done(); s.startUp(ctx) }()
-	go func() {
-		defer s.wg.Done()
+	s.Launch(ctx, s.startUp)
+	s.Go(func() {
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -312,16 +268,13 @@ func (s *Service) Start(ctx context.Context) {
 				}
 			}
 		}
-	}()
+	})
 }
-
-// Drain makes readiness answer 503 "draining".
-func (s *Service) Drain() { s.health.Drain() }
 
 // Close waits for the background work (its ctx must be done) and closes the
 // pools, the readiness connection and idle tax API connections.
 func (s *Service) Close() {
-	s.wg.Wait()
+	s.Wait()
 	if s.auths != nil {
 		s.auths.wait()
 	}
@@ -330,65 +283,47 @@ func (s *Service) Close() {
 			p.Close()
 		}
 	}
-	s.probe.Close()
+	s.Probe.Close()
 	if s.tax != nil {
 		s.tax.Close()
 	}
 }
 
 func (s *Service) startUp(ctx context.Context) {
-	opened := refservices.RetryOpen(ctx, s.logger, func(ctx context.Context) error {
+	opened := refservices.RetryOpen(ctx, s.Logger, func(ctx context.Context) error {
 		ps, err := s.openPools(ctx)
 		if err != nil {
 			return err
 		}
 		s.pools.Store(ps)
-		s.logger.Info("database pools open", "pools", len(ps.all))
+		s.Logger.Info("database pools open", "pools", len(ps.all))
 		return nil
 	})
 	if opened {
-		s.health.WaitStarted(ctx)
+		s.Health().WaitStarted(ctx)
 	}
 }
 
-func (s *Service) openPools(ctx context.Context) (_ *poolSet, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	ps := &poolSet{}
-	defer func() {
-		if err != nil {
-			for _, p := range ps.all {
-				p.Close()
-			}
-		}
-	}()
-	open := func(name string, size int32) (*pgxpool.Pool, error) {
-		p, err := refservices.OpenPool(ctx, s.cfg.DatabaseURL, refservices.PoolOptions{
-			MaxConns: size, WarmConns: min(size, warmConns), ConnectTimeout: 2 * time.Second, Name: Name + "/" + name,
+func (s *Service) openPools(ctx context.Context) (*poolSet, error) {
+	names, lanes := LaneNames[:], []LaneConfig{s.cfg.Auth, s.cfg.Fraud, s.cfg.Tax}
+	if s.Naive() {
+		names, lanes = []string{"shared"}, []LaneConfig{s.cfg.Shared}
+	}
+	var opts []refservices.PoolOptions
+	for i, lc := range lanes {
+		opts = append(opts, refservices.PoolOptions{
+			MaxConns: lc.Pool, WarmConns: min(lc.Pool, warmConns), ConnectTimeout: 2 * time.Second, Name: Name + "/" + names[i],
 		})
-		if err != nil {
-			return nil, err
-		}
-		ps.all = append(ps.all, p)
-		return p, nil
 	}
-	if s.naive() {
-		p, err := open("shared", s.cfg.Shared.Pool)
-		if err != nil {
-			return nil, err
-		}
-		ps.byLane = [numLanes]*pgxpool.Pool{p, p, p}
-	} else {
-		for i, lc := range []LaneConfig{s.cfg.Auth, s.cfg.Fraud, s.cfg.Tax} {
-			p, err := open(LaneNames[i], lc.Pool)
-			if err != nil {
-				return nil, err
-			}
-			ps.byLane[i] = p
-		}
-	}
-	if err := refservices.EnsureSchema(ctx, ps.all[0], schemaLockKey, schemaDDL...); err != nil {
+	pools, err := refservices.OpenPools(ctx, s.cfg.DatabaseURL, schemaLockKey, schemaDDL, opts...)
+	if err != nil {
 		return nil, err
+	}
+	ps := &poolSet{all: pools}
+	if s.Naive() {
+		ps.byLane = [numLanes]*pgxpool.Pool{pools[0], pools[0], pools[0]}
+	} else {
+		copy(ps.byLane[:], pools)
 	}
 	return ps, nil
 }
@@ -475,7 +410,7 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request, needCard bool) 
 // retryStorm enforces ADV-IR-01 in the correct build; it reports whether
 // the request was blocked (and answered).
 func (s *Service) retryStorm(w http.ResponseWriter, r *http.Request) bool {
-	if s.naive() {
+	if s.Naive() {
 		return false
 	}
 	v := r.Header.Get(RetryAttemptHeader)
@@ -496,7 +431,7 @@ func (s *Service) retryStorm(w http.ResponseWriter, r *http.Request) bool {
 
 // rejectSaturated answers a request its lane could not admit.
 func (s *Service) rejectSaturated(w http.ResponseWriter, lane int, extra map[string]any) {
-	if s.naive() {
+	if s.Naive() {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = io.WriteString(w, "server busy\n")
@@ -657,7 +592,7 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if s.naive() {
+	if s.Naive() {
 		s.naiveTax(w, r, ps.byLane[LaneTax], req)
 		return
 	}
@@ -675,7 +610,7 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 	var id int64
 	if err := ps.byLane[LaneTax].QueryRow(ctx, insertQuote, q.Jurisdiction, q.AmountCents, q.Rate, q.Source).Scan(&id); err != nil {
 		s.auditFailures.Inc()
-		s.logger.Debug("record tax quote", "err", err)
+		s.Logger.Debug("record tax quote", "err", err)
 	}
 	refservices.WriteJSON(w, http.StatusOK, q)
 }
@@ -779,8 +714,7 @@ func (s *Service) registerMetrics() {
 		Name: "auth_insert_rows_total",
 		Help: "Card authorizations those statements wrote.",
 	})
-	s.reg.MustRegister(s.fallbacks, s.drift, s.retryBlocked, s.auditFailures, s.authStatements, s.authRows, &laneCollector{s: s}, collectors.NewGoCollector())
-	s.reg.MustRegister(s.health.Collectors()...)
+	s.Registry.MustRegister(s.fallbacks, s.drift, s.retryBlocked, s.auditFailures, s.authStatements, s.authRows, &laneCollector{s: s})
 }
 
 var (
