@@ -385,7 +385,7 @@ func postgresEnv() []string {
 // connections. It returns errPortTaken when the port was grabbed meanwhile.
 func (pg *Postgres) startServer(ctx context.Context, spec scenario.PostgresDep, bins postgresBinaries,
 	cred *syscall.Credential, data, sock string) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -589,16 +589,6 @@ func reachableByOthers(dir string) error {
 			return nil
 		}
 	}
-}
-
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail returns the last n bytes of b, trimmed.

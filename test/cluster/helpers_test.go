@@ -235,11 +235,7 @@ func (r *drillRun) summary() string {
 
 func (r *drillRun) stderrTail(n int) string {
 	b, _ := os.ReadFile(r.stderr)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return testproc.Tail(b, n)
 }
 
 // record reads run.json.

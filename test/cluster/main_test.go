@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,15 +190,6 @@ func (e *clusterEnv) buildEnv() []string {
 	return append(out, "PATH="+filepath.Dir(e.goBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // ---- processes ----
 
 // proc is a child process with its output in files.
@@ -269,18 +259,14 @@ func (p *proc) stop(sig syscall.Signal, grace time.Duration) error {
 // tail returns the last n lines of the process's stderr.
 func (p *proc) tail(n int) string {
 	b, _ := os.ReadFile(p.stderr)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return testproc.Tail(b, n)
 }
 
 // ---- toxiproxy-server ----
 
 func (e *clusterEnv) startToxiproxy() error {
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		port, err := dependencies.FreePort()
 		if err != nil {
 			return err
 		}
@@ -310,7 +296,7 @@ func (e *clusterEnv) tpAPI() *toxiproxyapi.Client { return &toxiproxyapi.Client{
 // createPostgresProxy creates the proxy the pods reach PostgreSQL through;
 // drill adopts it (same name, listen and upstream in the scenario).
 func (e *clusterEnv) createPostgresProxy() error {
-	port, err := freePort()
+	port, err := dependencies.FreePort()
 	if err != nil {
 		return err
 	}
@@ -411,7 +397,7 @@ func (e *clusterEnv) startAgent(ctx context.Context) error {
 	args := []string{e.drill, "agent", "-v", "--kubeconfig", e.kubeconfig, "--context", contextName,
 		"--node", nodeName, "--log-dir", filepath.Join(e.tmp, "podlogs")}
 	for _, svc := range []string{"order-gateway", "order-gateway-naive"} {
-		port, err := freePort()
+		port, err := dependencies.FreePort()
 		if err != nil {
 			return err
 		}

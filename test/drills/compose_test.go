@@ -112,7 +112,7 @@ func TestComposeDrillPair(t *testing.T) {
 			code, console := runDrill(t, drill, scenario, out, filepath.Join(work, "state"))
 			run, loadErr := record.Load(filepath.Join(out, "run.json"))
 			if loadErr != nil {
-				t.Fatalf("drill exited %d and its record cannot be read: %v\n%s", code, loadErr, tail(console, 15))
+				t.Fatalf("drill exited %d and its record cannot be read: %v\n%s", code, loadErr, testproc.Tail(console, 15))
 			}
 			logRun(t, run)
 			if left := runLabelled(t, run.RunID); left != "" {
@@ -232,7 +232,7 @@ func TestComposeCleanupAfterSIGKILL(t *testing.T) {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			t.Fatalf("no container of the run within 2 minutes:\n%s", tail(console.Bytes(), 15))
+			t.Fatalf("no container of the run within 2 minutes:\n%s", testproc.Tail(console.Bytes(), 15))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

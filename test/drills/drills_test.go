@@ -83,7 +83,7 @@ func TestDrillPairs(t *testing.T) {
 			}
 			switch {
 			case code == record.ExitInvalid:
-				why := tail(console, 5)
+				why := testproc.Tail(console, 5)
 				if run != nil {
 					why = run.Validity.Summary()
 					if run.Validity.Valid() {
@@ -92,7 +92,7 @@ func TestDrillPairs(t *testing.T) {
 				}
 				t.Fatalf("drill exited 4: the measurement is invalid, so no verdict can be trusted: %s (run.json: %s)", why, runJSON)
 			case code != record.ExitPass && code != record.ExitFail:
-				t.Fatalf("drill exited %d, want %d; the last lines it printed:\n%s", code, c.wantExit, tail(console, 15))
+				t.Fatalf("drill exited %d, want %d; the last lines it printed:\n%s", code, c.wantExit, testproc.Tail(console, 15))
 			case loadErr != nil:
 				t.Fatalf("drill exited %d but its record cannot be read: %v", code, loadErr)
 			case run.ExitCode != code:
@@ -264,7 +264,7 @@ func runDrill(t *testing.T, drill, scenario, out, state string) (int, []byte) {
 	}
 	t.Logf("drill run %s: %s", filepath.Base(scenario), time.Since(started).Round(time.Second))
 	if ctx.Err() != nil {
-		t.Fatalf("drill run did not end within %s; the last lines it printed:\n%s", limit(t), tail(console.Bytes(), 15))
+		t.Fatalf("drill run did not end within %s; the last lines it printed:\n%s", limit(t), testproc.Tail(console.Bytes(), 15))
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
@@ -325,15 +325,6 @@ func workDir(t *testing.T) string {
 		}
 	})
 	return dir
-}
-
-// tail returns the last n lines of b.
-func tail(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // needPostgres skips t (under CI=true: fails it) unless PostgreSQL's server

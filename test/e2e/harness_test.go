@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/testutil/toxiproxyapi"
 )
@@ -40,7 +40,10 @@ type toxiproxyServer struct {
 func startToxiproxy(t *testing.T, bin string) *toxiproxyServer {
 	t.Helper()
 	for attempt := 0; attempt < 3; attempt++ {
-		port := freePort(t)
+		port, err := dependencies.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port), "-proxy-metrics")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
@@ -70,16 +73,6 @@ func startToxiproxy(t *testing.T, bin string) *toxiproxyServer {
 	}
 	t.Fatal("toxiproxy-server did not answer")
 	return nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // createProxy creates a proxy listening on a free loopback port, deleted at

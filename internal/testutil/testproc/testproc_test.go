@@ -57,3 +57,20 @@ func TestBuildsOnce(t *testing.T) {
 		t.Fatalf("second Build rebuilt the binary: %v", err)
 	}
 }
+
+func TestTail(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\n", 5, "a\nb"},
+		{"", 3, ""},
+	} {
+		if got := Tail([]byte(tc.in), tc.n); got != tc.want {
+			t.Errorf("Tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
