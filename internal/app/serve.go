@@ -166,7 +166,7 @@ ready again".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.run(cmd, g, ordergateway.Name, func(st refservices.Settings, logger *slog.Logger) (refservices.Service, error) {
-				cfg.SetBase(st)
+				cfg.Common().Set(st)
 				cfg.Pressure = ordergateway.PressureMode(pr)
 				if cfg.ReadinessInterval == 0 {
 					cfg.ReadinessInterval = ordergateway.NoInterval // the flag's 0 turns it off
@@ -211,7 +211,7 @@ health endpoints as order-gateway's correct build (no tax API in readiness).`,
 				if !cmd.Flags().Changed("tax-api-url") {
 					cfg.TaxAPIURL = g.Getenv("TAX_API_URL")
 				}
-				cfg.SetBase(st)
+				cfg.Common().Set(st)
 				return paymentcore.New(cfg, logger)
 			})
 		},

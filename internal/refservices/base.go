@@ -15,7 +15,7 @@ import (
 
 // Settings are what every reference service is configured with besides
 // its own settings: the flags `drill serve` gives every service. Each
-// service's Config holds them as fields of the same names ([Config]).
+// service's Config holds them as fields of the same names ([Fields]).
 type Settings struct {
 	// Build is correct or naive; default correct.
 	Build Build
@@ -45,14 +45,46 @@ func (st *Settings) SetDefaults() {
 	}
 }
 
+// Fields points at the fields of a service's Config that hold its
+// [Settings].
+type Fields struct {
+	Build            *Build
+	DatabaseURL      *string
+	ReadyTimeout     *time.Duration
+	WatchdogInterval *time.Duration
+	WatchdogStall    *time.Duration
+	DebugEndpoints   *bool
+}
+
+// Get returns the settings the fields hold.
+func (f Fields) Get() Settings {
+	return Settings{Build: *f.Build, DatabaseURL: *f.DatabaseURL, ReadyTimeout: *f.ReadyTimeout,
+		WatchdogInterval: *f.WatchdogInterval, WatchdogStall: *f.WatchdogStall, DebugEndpoints: *f.DebugEndpoints}
+}
+
+// Set stores st in the fields.
+func (f Fields) Set(st Settings) {
+	*f.Build, *f.DatabaseURL, *f.ReadyTimeout = st.Build, st.DatabaseURL, st.ReadyTimeout
+	*f.WatchdogInterval, *f.WatchdogStall, *f.DebugEndpoints = st.WatchdogInterval, st.WatchdogStall, st.DebugEndpoints
+}
+
+// SetDefaults fills the zero ones with their defaults
+// ([Settings.SetDefaults]).
+func (f Fields) SetDefaults() {
+	st := f.Get()
+	st.SetDefaults()
+	f.Set(st)
+}
+
 // Config is what [NewBase] needs of a reference service's configuration.
 type Config interface {
 	// SetDefaults fills zero fields with their defaults.
 	SetDefaults()
 	// Validate reports every invalid field, by its flag name.
 	Validate() error
-	// Base returns the settings every reference service has.
-	Base() Settings
+	// Common points at the fields of the settings every reference service
+	// has.
+	Common() Fields
 }
 
 // Base is what every reference service is built on: its logger, the
@@ -93,7 +125,7 @@ func NewBase(name string, cfg Config, logger *slog.Logger) (*Base, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	st := cfg.Base()
+	st := cfg.Common().Get()
 	probe, err := NewProbeConn(st.DatabaseURL, st.ReadyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("configure %s: --database-url: %w", name, err)
@@ -112,10 +144,10 @@ func NewBase(name string, cfg Config, logger *slog.Logger) (*Base, error) {
 // precondition (no I/O; nil: none); readiness checks the dedicated
 // connection ("database") and then checks. routes adds the service's own
 // endpoints; beside them are GET /metrics (Registry, with the health
-// metrics and the Go runtime's), the health endpoints of [Health.RegisterWithLegacy]
-// or, when deep is not nil, deep on every one of their paths (a naive
-// build's one deep check), and with DebugEndpoints those of
-// [RegisterDebug]. Call it once, from the service's New.
+// metrics and the Go runtime's), the health endpoints of
+// [Health.RegisterWithLegacy] or, when deep is not nil, deep on every one
+// of their paths (a naive build's one deep check), and with DebugEndpoints
+// those of [RegisterDebug]. Call it once, from the service's New.
 func (b *Base) Init(gate func() error, deep http.HandlerFunc, routes func(mux *http.ServeMux), checks ...Check) {
 	b.health = NewHealth(b.Logger, b.Watchdog, gate, append([]Check{{Name: "database", Run: b.Probe.Check}}, checks...)...)
 	b.Registry.MustRegister(collectors.NewGoCollector())

@@ -88,23 +88,16 @@ type Config struct {
 	DebugEndpoints bool
 }
 
-// Base returns the settings every reference service has.
-func (c Config) Base() refservices.Settings {
-	return refservices.Settings{Build: c.Build, DatabaseURL: c.DatabaseURL, ReadyTimeout: c.ReadyTimeout,
-		WatchdogInterval: c.WatchdogInterval, WatchdogStall: c.WatchdogStall, DebugEndpoints: c.DebugEndpoints}
-}
-
-// SetBase sets the settings every reference service has to st.
-func (c *Config) SetBase(st refservices.Settings) {
-	c.Build, c.DatabaseURL, c.ReadyTimeout = st.Build, st.DatabaseURL, st.ReadyTimeout
-	c.WatchdogInterval, c.WatchdogStall, c.DebugEndpoints = st.WatchdogInterval, st.WatchdogStall, st.DebugEndpoints
+// Common points at c's fields of the settings every reference service has
+// ([refservices.Settings]).
+func (c *Config) Common() refservices.Fields {
+	return refservices.Fields{Build: &c.Build, DatabaseURL: &c.DatabaseURL, ReadyTimeout: &c.ReadyTimeout,
+		WatchdogInterval: &c.WatchdogInterval, WatchdogStall: &c.WatchdogStall, DebugEndpoints: &c.DebugEndpoints}
 }
 
 // SetDefaults fills zero fields with their defaults.
 func (c *Config) SetDefaults() {
-	st := c.Base()
-	st.SetDefaults()
-	c.SetBase(st)
+	c.Common().SetDefaults()
 	if c.TaxTimeout == 0 {
 		c.TaxTimeout = DefaultTaxTimeout
 	}
