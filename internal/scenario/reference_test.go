@@ -14,8 +14,8 @@ const (
 )
 
 // TestReferenceDoc keeps the scenario reference in docs/reference.md in
-// sync with types.go (through zz_docs.go) and the kinds' specs. With
-// -update it rewrites the part between the markers.
+// sync with the types' doc comments (through zz_docs.go) and the kinds'
+// specs. With -update it rewrites the part between the markers.
 func TestReferenceDoc(t *testing.T) {
 	path := filepath.Join("..", "..", "docs", "reference.md")
 	doc, err := os.ReadFile(path)
