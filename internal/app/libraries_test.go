@@ -10,6 +10,7 @@ import (
 
 	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/testutil/needs"
 	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
@@ -56,9 +57,7 @@ func TestDockerBannerNotOnStderr(t *testing.T) {
 	// out of the test log.
 	routeLibraryLogs(slog.New(slog.DiscardHandler))
 	cli, err := docker.Client(context.Background())
-	if err != nil {
-		t.Skipf("no Docker engine: %v", err)
-	}
+	needs.Part(t, "Docker engine", err)
 	cli.Close()
 	const banner = "Connected to docker"
 	for _, tc := range []struct {
