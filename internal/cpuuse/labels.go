@@ -19,14 +19,13 @@ const LabelKey = "drill.part"
 // The values of [LabelKey].
 const (
 	// PartGenerator is the load engine: the schedule, vegeta's workers,
-	// the HTTP client and its connections.
+	// the HTTP client and its connections, with its exchanges with a
+	// local Service's endpoints (the Service only picks the endpoint, as
+	// kube-proxy does in the kernel).
 	PartGenerator = "generator"
 	// PartMeasurement is recording results into per-second histograms
 	// and packing closed seconds.
 	PartMeasurement = "measurement"
-	// PartServiceProxy is the local Service routing drill's own load to
-	// a ready replica (in-process, on the generator's goroutines).
-	PartServiceProxy = "service-proxy"
 	// PartRuntime is the local runtime: replica supervision, kubelet
 	// probes, and the local Service's listener for other clients.
 	PartRuntime = "probes"

@@ -16,9 +16,14 @@ import (
 
 // Kinds of part.
 const (
-	// KindDrill is drill's own process (load engine, local Service,
-	// embedded Toxiproxy, HTTP stubs, probes, observers, measurement).
+	// KindDrill is drill's own process (load engine, measurement, probes,
+	// observers, and what still runs inside it: see the part's Note).
 	KindDrill = "drill"
+	// KindPlatform is a stand-in of the platform in a process of its own
+	// (internal/standin: the run's Toxiproxy, its HTTP stubs, the local
+	// Services): the cost of the drill's world, like drill's own, not of
+	// the system under test.
+	KindPlatform = "platform"
 	// KindService is a service's replica process trees.
 	KindService = "service"
 	// KindDependency is a dependency's processes (a throwaway PostgreSQL).
@@ -30,7 +35,8 @@ type Part struct {
 	// Name is how the summary names it: "drill", "order-gateway
 	// replicas", "postgres".
 	Name string
-	// Kind is [KindDrill], [KindService] or [KindDependency].
+	// Kind is [KindDrill], [KindPlatform], [KindService] or
+	// [KindDependency].
 	Kind string
 	// Self measures this process alone (utime+stime of drill, not the
 	// children it reaped: replicas that exited are their own part's).

@@ -162,6 +162,9 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (detail string
 	if e.Kind == KindCompose {
 		return undoCompose(ctx, e)
 	}
+	if e.Kind == KindStandIn {
+		return undoStandIn(ctx, e)
+	}
 	gone, err = undoFault(ctx, opts, e)
 	return "", gone, err
 }

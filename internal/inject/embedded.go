@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,10 +40,15 @@ type Embedded struct {
 
 var _ Toxiproxy = (*Embedded)(nil)
 
-// isEmbedded reports whether tp lives inside this process.
+// isEmbedded reports whether tp is a server of the run's own (inside
+// drill's process, or its stand-in process): its proxies and toxics end
+// with the run.
 func isEmbedded(tp Toxiproxy) bool {
-	_, ok := tp.(*Embedded)
-	return ok
+	switch tp.(type) {
+	case *Embedded, *Metered:
+		return true
+	}
+	return false
 }
 
 // meterType is the toxic type of the pass-through byte counter.
@@ -63,10 +69,10 @@ type meterToxic struct {
 
 // Pipe implements toxics.Toxic.
 func (t *meterToxic) Pipe(stub *toxics.ToxicStub) {
-	var n *atomic.Int64
-	if v, ok := meterRegistry.Load(t.Meter); ok {
-		n = v.(*atomic.Int64)
-	}
+	// The counter may not exist yet when a client in another process
+	// added this toxic ([Metered]); the meter endpoint makes it the same way.
+	v, _ := meterRegistry.LoadOrStore(t.Meter, new(atomic.Int64))
+	n := v.(*atomic.Int64)
 	for {
 		select {
 		case <-stub.Interrupt:
@@ -76,9 +82,7 @@ func (t *meterToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			if n != nil {
-				n.Add(int64(len(c.Data)))
-			}
+			n.Add(int64(len(c.Data)))
 			stub.Output <- c
 		}
 	}
@@ -108,12 +112,16 @@ func NewEmbedded(ctx context.Context, log *slog.Logger) (*Embedded, error) {
 	e := &Embedded{
 		Remote: NewRemote("http://" + ln.Addr().String()),
 		server: srv,
-		http:   &http.Server{Handler: srv.Routes(), ReadHeaderTimeout: 5 * time.Second},
+		http:   &http.Server{ReadHeaderTimeout: 5 * time.Second},
 		served: make(chan error, 1),
 		id:     hex.EncodeToString(b),
 		log:    log,
 		meters: map[string]bool{},
 	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+MetersPath, e.serveMeters)
+	mux.Handle("/", srv.Routes())
+	e.http.Handler = mux
 	go func() { e.served <- e.http.Serve(ln) }()
 	log.Info("embedded toxiproxy started", "api", e.APIURL())
 	return e, nil
@@ -133,15 +141,26 @@ func (e *Embedded) CreateProxy(ctx context.Context, name, listen, upstream strin
 		e.mu.Lock()
 		e.meters[key] = true
 		e.mu.Unlock()
-		err := e.Remote.AddToxic(ctx, name, Toxic{
-			Name: meterType + "_" + stream, Type: meterType, Stream: stream, Toxicity: 1,
-			Attributes: map[string]any{"meter": key},
-		})
-		if err != nil {
-			return info, fmt.Errorf("add traffic meter to proxy %s: %w", name, err)
-		}
+	}
+	if err := addMeters(ctx, e.Remote, e.id, name); err != nil {
+		return info, err
 	}
 	return e.Proxy(ctx, name)
+}
+
+// addMeters adds the two pass-through meter toxics to proxy on the
+// Toxiproxy at r, whose meters are keyed under id.
+func addMeters(ctx context.Context, r *Remote, id, proxy string) error {
+	for _, stream := range []string{"upstream", "downstream"} {
+		err := r.AddToxic(ctx, proxy, Toxic{
+			Name: meterType + "_" + stream, Type: meterType, Stream: stream, Toxicity: 1,
+			Attributes: map[string]any{"meter": id + "/" + proxy + "/" + stream},
+		})
+		if err != nil {
+			return fmt.Errorf("add traffic meter to proxy %s: %w", proxy, err)
+		}
+	}
+	return nil
 }
 
 // Counters implements [Toxiproxy] with live byte counts.
@@ -159,6 +178,41 @@ func (e *Embedded) Counters(ctx context.Context, proxy string) (Counters, error)
 		Downstream: down.(*atomic.Int64).Load(),
 		Live:       true,
 	}, nil
+}
+
+// MeterID is the key under which this server's meters count; a [Metered]
+// client of a server in another process needs it.
+func (e *Embedded) MeterID() string { return e.id }
+
+// MetersPath is the path of the meter endpoint an [Embedded] server adds
+// to Toxiproxy's API: GET MetersPath?proxy=NAME answers
+// {"upstream":bytes,"downstream":bytes}, 404 for a proxy without meters.
+const MetersPath = "/drill/meters"
+
+// serveMeters answers GET [MetersPath] for a proxy that carries the meter
+// toxics (whoever added them: this process's [Embedded.CreateProxy] or a
+// [Metered] client in another).
+func (e *Embedded) serveMeters(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("proxy")
+	px, err := e.server.Collection.Get(name)
+	if err != nil || px.Toxics.GetToxic(meterType+"_upstream") == nil || px.Toxics.GetToxic(meterType+"_downstream") == nil {
+		http.Error(w, "no traffic meters on proxy "+name, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]int64{
+		"upstream":   e.counter(e.meterKey(name, "upstream")).Load(),
+		"downstream": e.counter(e.meterKey(name, "downstream")).Load(),
+	})
+}
+
+// counter is the meter of key, made if the toxic has not made it yet.
+func (e *Embedded) counter(key string) *atomic.Int64 {
+	v, _ := meterRegistry.LoadOrStore(key, new(atomic.Int64))
+	e.mu.Lock()
+	e.meters[key] = true
+	e.mu.Unlock()
+	return v.(*atomic.Int64)
 }
 
 // Close stops every proxy (closing all its connections) and the API server.

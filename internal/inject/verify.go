@@ -53,6 +53,12 @@ func (l Leftover) String() string {
 		return s
 	case KindCgroup:
 		return "cgroup " + l.Cgroup
+	case KindStandIn:
+		s := "stand-in process " + l.Dependency
+		if l.Detail != "" {
+			s += ": " + l.Detail
+		}
+		return s
 	case KindCompose:
 		s := fmt.Sprintf("compose project %s (containers and network labelled %s)", l.Dependency, compose.LabelRun)
 		if l.Detail != "" {
@@ -112,7 +118,7 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 			if e.Kind == KindPostgres {
 				continue // a dependency, not a fault: stopped after this check
 			}
-			if e.Kind == KindCgroup || e.Kind == KindCompose {
+			if e.Kind == KindCgroup || e.Kind == KindCompose || e.Kind == KindStandIn {
 				continue // removed at teardown, once its processes are gone
 			}
 			left = append(left, leftoverOf(e))

@@ -18,15 +18,23 @@ import (
 	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/proctree"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/standin"
 )
 
 // environment is everything the run brought up, torn down in reverse.
 type environment struct {
-	postgres  map[string]*dependencies.Postgres
-	stubs     map[string]*dependencies.HTTPStub
+	postgres map[string]*dependencies.Postgres
+	// stubs are the HTTP stubs' addresses (127.0.0.1:<port>) by name,
+	// served by the stubs stand-in.
+	stubs     map[string]string
 	toxiproxy inject.Toxiproxy
-	embedded  *inject.Embedded
-	services  map[string]*localenv.Service
+	// ownToxiproxy says toxiproxy is the run's own stand-in (not a remote
+	// server named by the scenario).
+	ownToxiproxy bool
+	// standIns are the platform's stand-in processes (internal/standin),
+	// in the order started.
+	standIns []*standin.Process
+	services map[string]*localenv.Service
 	// placement puts the system under test below drill's CPU priority
 	// (local runs; nil otherwise).
 	placement *placement.Placement
@@ -74,7 +82,7 @@ func hostPort(addr string) (string, string) {
 func (r *run) bringUp(ctx context.Context) error {
 	env := &environment{
 		postgres: map[string]*dependencies.Postgres{},
-		stubs:    map[string]*dependencies.HTTPStub{},
+		stubs:    map[string]string{},
 		services: map[string]*localenv.Service{},
 	}
 	r.env = env
@@ -88,6 +96,9 @@ func (r *run) bringUp(ctx context.Context) error {
 		if err := r.place(); err != nil {
 			return err
 		}
+	}
+	if err := r.startStubs(ctx); err != nil {
+		return err
 	}
 	for _, d := range r.sc.Dependencies {
 		switch {
@@ -110,16 +121,6 @@ func (r *run) bringUp(ctx context.Context) error {
 			})
 			r.setVars("dependencies."+d.Name, pg.Addr)
 			r.vars["dependencies."+d.Name+".dsn"] = pg.DSN
-		case d.HTTPStub != nil:
-			var stub *dependencies.HTTPStub
-			cpuuse.Do(ctx, cpuuse.PartStub, func(ctx context.Context) { stub, err = dependencies.StartHTTPStub(ctx, *d.HTTPStub) })
-			if err != nil {
-				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start dependency %s: %w", d.Name, err))
-			}
-			env.stubs[d.Name] = stub
-			env.onClose("dependency "+d.Name, func(context.Context) error { return stub.Close() })
-			r.setVars("dependencies."+d.Name, stub.Addr)
-			r.vars["dependencies."+d.Name+".url"] = stub.URL
 		}
 	}
 
@@ -280,13 +281,11 @@ func (r *run) startToxiproxy(ctx context.Context) error {
 	if url := r.sc.Toxiproxy.URL; url != "" {
 		env.toxiproxy = inject.NewRemote(url)
 	} else {
-		emb, err := inject.NewEmbedded(ctx, r.log.With("component", "toxiproxy"))
+		tp, err := r.startToxiproxyStandIn(ctx)
 		if err != nil {
-			return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("start embedded toxiproxy: %w", err))
+			return err
 		}
-		env.embedded = emb
-		env.toxiproxy = emb
-		env.onClose("embedded toxiproxy", func(context.Context) error { return emb.Close() })
+		env.toxiproxy, env.ownToxiproxy = tp, true
 	}
 	if left, err := inject.Leftovers(ctx, env.toxiproxy); err != nil {
 		r.log.Warn("could not check toxiproxy for leftovers of earlier runs", "err", err)

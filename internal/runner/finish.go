@@ -195,7 +195,7 @@ func (r *run) environmentInfo() record.Environment {
 }
 
 func (r *run) toxiproxyURL() string {
-	if r.env == nil || r.env.toxiproxy == nil || r.env.embedded != nil {
+	if r.env == nil || r.env.toxiproxy == nil || r.env.ownToxiproxy {
 		return ""
 	}
 	return r.env.toxiproxy.APIURL()

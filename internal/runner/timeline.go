@@ -72,14 +72,16 @@ func (r *run) newTimeline() (*timeline, error) {
 			streams[i].Duration = scenario.Duration{Duration: r.plan.Duration - streams[i].Start.D()}
 		}
 	}
-	// Load aimed at a local Service is routed in-process by that Service
-	// (same endpoints, same answers), sparing the CPU of a loopback HTTP
-	// hop that kube-proxy would do in the kernel.
+	// Load aimed at a local Service is routed as kube-proxy routes a
+	// client's connection in the kernel: the generator's own request goes
+	// straight to a ready endpoint the Service picks (same endpoints, same
+	// answers), with no proxy hop in between. The exchange is the
+	// generator's work (its pprof label); only the pick is the Service's.
 	routers := make(map[string]load.Router, len(r.env.services))
 	for _, svc := range r.env.services {
 		routers[svc.Addr()] = svc
 	}
-	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: labelRouters(routers), Seconds: &tl.journal, OnLate: r.opts.OnLate}, r.log.With("component", "load"))
+	eng, err := load.New(r.clock, streams, load.Options{Dir: filepath.Dir(r.sc.File), RunID: r.id, Routers: routers, Seconds: &tl.journal, OnLate: r.opts.OnLate}, r.log.With("component", "load"))
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.BadInput, fmt.Errorf("prepare load: %w", err))
 	}

@@ -1,0 +1,199 @@
+package standin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/proctree"
+	"github.com/drillhq/drill/internal/scenario"
+)
+
+func TestToxiproxyStandIn(t *testing.T) {
+	ctx := context.Background()
+	p, tp, err := StartToxiproxy(ctx, Config{Name: "toxiproxy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(ctx)
+	if p.PID() == os.Getpid() || !proctree.Alive(p.PID()) {
+		t.Fatalf("stand-in pid %d: want a live process of its own", p.PID())
+	}
+	// An upstream on loopback; a proxy to it in the stand-in; bytes
+	// through it show on the live meters.
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "hello") })}
+	go srv.Serve(up)
+	defer srv.Close()
+	info, err := tp.CreateProxy(ctx, "api", "127.0.0.1:0", up.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get("http://" + info.Listen + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(body) != "hello" {
+		t.Fatalf("through the proxy: %q", body)
+	}
+	c, err := tp.Counters(ctx, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Live || c.Upstream == 0 || c.Downstream == 0 {
+		t.Fatalf("counters %+v: want live, bytes both ways", c)
+	}
+	if _, err := tp.Counters(ctx, "nope"); !errors.Is(err, inject.ErrProxyNotFound) {
+		t.Fatalf("counters of a missing proxy: %v, want ErrProxyNotFound", err)
+	}
+	pid := p.PID()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if proctree.Alive(pid) {
+		t.Fatalf("stand-in %d still alive after Stop", pid)
+	}
+	if _, err := net.DialTimeout("tcp", info.Listen, time.Second); err == nil {
+		t.Fatalf("proxy %s still listening after Stop", info.Listen)
+	}
+	if err := p.Send(struct{}{}); !errors.Is(err, ErrExited) {
+		t.Fatalf("send after stop: %v, want ErrExited", err)
+	}
+}
+
+func TestStubsStandIn(t *testing.T) {
+	ctx := context.Background()
+	p, addrs, err := StartStubs(ctx, Config{}, []StubSpec{
+		{Name: "tax", Spec: scenario.HTTPStubDep{Status: 201, Body: `{"rate":0.2}`, Latency: scenario.Duration{Duration: 20 * time.Millisecond}}},
+		{Name: "fraud", Spec: scenario.HTTPStubDep{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(ctx)
+	start := time.Now()
+	res, err := http.Get("http://" + addrs["tax"] + "/v1/tax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 201 || string(body) != `{"rate":0.2}` || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("tax stub: %d %q after %s; want 201, the body, after 20ms or more", res.StatusCode, body, time.Since(start))
+	}
+	res, err = http.Get("http://" + addrs["fraud"] + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("fraud stub: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"unknown role", Config{Role: "balancer"}, `unknown stand-in role "balancer"`},
+		{"bad setup", Config{Role: RoleStubs, Setup: map[string]int{"x": 1}}, "decode stubs setup"},
+		{"bad stub", Config{Role: RoleStubs, Setup: []StubSpec{{Name: "tax", Spec: scenario.HTTPStubDep{Status: 7}}}}, "start http stub tax: start http stub: status 7 is not an HTTP status"},
+		{"no binary", Config{Role: RoleStubs, Executable: "/nonexistent/drill"}, "no such file"},
+		{"not drill", Config{Role: RoleStubs, Executable: "/bin/true"}, "exited before it was ready"},
+		{"no role", Config{}, "no role"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Start(ctx, tt.cfg)
+			if err == nil {
+				_ = p.Stop(ctx)
+				t.Fatal("started")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q, want it to say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadyTimeoutKillsTheChild(t *testing.T) {
+	// A child that never writes its ready line.
+	script := t.TempDir() + "/silent"
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(context.Background(), Config{Role: RoleStubs, Executable: script, ReadyTimeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no ready line within 300ms") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestStandInEndsWithItsParent kills a parent process (this test binary
+// run again as TestHelperParent) with SIGKILL and checks its stand-in
+// ends by itself: the kernel closes the stand-in's stdin.
+func TestStandInEndsWithItsParent(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestHelperParent$")
+	cmd.Env = append(os.Environ(), "STANDIN_TEST_PARENT=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	if _, err := fmt.Fscanf(out, "child %d\n", &child); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatalf("read the child's pid: %v", err)
+	}
+	if !proctree.Alive(child) {
+		t.Fatalf("stand-in %d not alive while its parent runs", child)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for proctree.Alive(child) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(child, syscall.SIGKILL)
+			t.Fatalf("stand-in %d outlived its SIGKILLed parent by 20 s", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHelperParent is the parent of TestStandInEndsWithItsParent.
+func TestHelperParent(t *testing.T) {
+	if os.Getenv("STANDIN_TEST_PARENT") != "1" {
+		t.Skip("helper process of TestStandInEndsWithItsParent")
+	}
+	p, _, err := StartToxiproxy(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("child " + strconv.Itoa(p.PID()))
+	time.Sleep(time.Minute) // killed long before
+}
