@@ -77,6 +77,44 @@ func NewProxy(service, addr string, balancing Balancing, clock *event.Clock, sin
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for service %s on %s: %w", service, addr, err)
+	}
+	p := newProxy(service, balancing, clock, sink, source, log)
+	p.ln = ln
+	if balancing == PerConnection {
+		go p.serveL4()
+		return p, nil
+	}
+	p.srv = &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		defer close(p.served)
+		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.log.Error("service proxy stopped", "err", err)
+		}
+	}()
+	return p, nil
+}
+
+// NewRouter is a Service without a listener: it routes only through
+// [Proxy.RoundTripVia] and [Proxy.DialVia] (drill's own load, picked as
+// kube-proxy picks in the kernel), while a [Listener] elsewhere (a
+// stand-in process) serves other clients on the Service's address. Its
+// URL and Addr are empty; endpoint events are emitted as [NewProxy]'s.
+func NewRouter(service string, balancing Balancing, clock *event.Clock, sink event.Sink, source string, log *slog.Logger) *Proxy {
+	p := newProxy(service, balancing, clock, sink, source, log)
+	close(p.served)
+	return p
+}
+
+// newProxy is a Proxy without its listener.
+func newProxy(service string, balancing Balancing, clock *event.Clock, sink event.Sink, source string, log *slog.Logger) *Proxy {
 	if source == "" {
 		source = DefaultSource
 	}
@@ -86,13 +124,9 @@ func NewProxy(service, addr string, balancing Balancing, clock *event.Clock, sin
 	if sink == nil {
 		sink = event.SinkFunc(func(event.Event) {})
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen for service %s on %s: %w", service, addr, err)
-	}
 	p := &Proxy{
 		service: service, clock: clock, sink: sink, source: source,
-		log: log.With("service", service), ln: ln, balancing: balancing,
+		log: log.With("service", service), balancing: balancing,
 		eps:    map[string]*endpoint{},
 		served: make(chan struct{}),
 		tr: &http.Transport{
@@ -113,30 +147,24 @@ func NewProxy(service, addr string, balancing Balancing, clock *event.Clock, sin
 	}
 	p.ready.Store(&[]*endpoint{})
 	p.baseCtx, p.cancel = context.WithCancel(context.Background())
-	if balancing == PerConnection {
-		go p.serveL4()
-		return p, nil
-	}
-	p.srv = &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-	}
-	go func() {
-		defer close(p.served)
-		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.log.Error("service proxy stopped", "err", err)
-		}
-	}()
-	return p, nil
+	return p
 }
 
-// URL is http://<listen address> of the proxy.
-func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+// URL is http://<listen address> of the proxy ("" for a [NewRouter]).
+func (p *Proxy) URL() string {
+	if p.ln == nil {
+		return ""
+	}
+	return "http://" + p.ln.Addr().String()
+}
 
-// Addr is the proxy's listen address (host:port).
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+// Addr is the proxy's listen address (host:port; "" for a [NewRouter]).
+func (p *Proxy) Addr() string {
+	if p.ln == nil {
+		return ""
+	}
+	return p.ln.Addr().String()
+}
 
 // ServeHTTP implements http.Handler (per-request balancing).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -449,9 +477,11 @@ func (p *Proxy) Close(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	var err error
-	if p.balancing == PerConnection {
+	switch {
+	case p.ln == nil: // a router: nothing listens
+	case p.balancing == PerConnection:
 		err = p.closeL4(ctx)
-	} else {
+	default:
 		err = p.srv.Shutdown(ctx)
 		if err != nil {
 			_ = p.srv.Close()

@@ -64,16 +64,41 @@ type ServiceSpec struct {
 	// (drill-<run>/<service>/<pod>: a lower CPU weight than drill's and
 	// the service's CPU limit), or at a nice value; nil: where drill runs.
 	Placement *placement.Placement
+	// Listener, when set, starts the Service's listener elsewhere (a
+	// stand-in process of its own, internal/standin) on Listen with
+	// Balancing; the Service then routes drill's own load with a
+	// [NewRouter] and keeps the listener's endpoints equal to the
+	// router's. nil: the Service listens in this process ([NewProxy]).
+	Listener func(ctx context.Context, service, listen string, balancing Balancing) (Listener, error)
 	// Options tune back-off (tests), the log ring and the event source.
 	Options Options
+}
+
+// Listener is a local Service's listener in another process: the clients
+// other than drill's load (a replica calling the Service, an operator's
+// curl) reach the replicas through it. Its endpoint changes follow the
+// Service's own, in the same order. [Proxy] is one.
+type Listener interface {
+	// Addr is the listen address (host:port).
+	Addr() string
+	// SetEndpoint and RemoveEndpoint are [Proxy.SetEndpoint] and
+	// [Proxy.RemoveEndpoint].
+	SetEndpoint(pod, addr string, order int, ready bool)
+	RemoveEndpoint(pod string)
+	// Close stops the listener (in-flight requests finish until ctx
+	// ends).
+	Close(ctx context.Context) error
 }
 
 // Service is a running local service: N replicas under the kubelet's probe
 // semantics behind a [Proxy]. Safe for concurrent use.
 type Service struct {
-	spec     ServiceSpec
-	log      *slog.Logger
-	proxy    *Proxy
+	spec  ServiceSpec
+	log   *slog.Logger
+	proxy *Proxy
+	// listener serves other clients when it is not proxy (nil: proxy
+	// listens itself).
+	listener Listener
 	replicas []*Replica
 	files    []*os.File
 	// logs hold the unfinished last line of each redacted pod log.
@@ -125,8 +150,12 @@ func Start(ctx context.Context, clock *event.Clock, sink event.Sink, spec Servic
 		return nil, fmt.Errorf("create log directory for service %s: %w", spec.Name, err)
 	}
 	opt := spec.Options.withDefaults()
-	s.proxy, err = NewProxy(spec.Name, spec.Listen, spec.Balancing, clock, sink, opt.Source, log)
-	if err != nil {
+	if spec.Listener != nil {
+		s.proxy = NewRouter(spec.Name, spec.Balancing, clock, sink, opt.Source, log)
+		if s.listener, err = spec.Listener(ctx, spec.Name, spec.Listen, spec.Balancing); err != nil {
+			return nil, fmt.Errorf("start the listener of service %s: %w", spec.Name, err)
+		}
+	} else if s.proxy, err = NewProxy(spec.Name, spec.Listen, spec.Balancing, clock, sink, opt.Source, log); err != nil {
 		return nil, err
 	}
 	ports, err := freePorts(spec.Replicas)
@@ -280,6 +309,9 @@ func freePorts(n int) ([]int, error) {
 
 func (s *Service) onChange(i int, st ReplicaStatus) {
 	s.proxy.SetEndpoint(st.Pod, st.Address(), i, st.Ready)
+	if s.listener != nil {
+		s.listener.SetEndpoint(st.Pod, st.Address(), i, st.Ready)
+	}
 	s.mu.Lock()
 	close(s.changed)
 	s.changed = make(chan struct{})
@@ -301,10 +333,15 @@ func (s *Service) DialVia(ctx context.Context, dial func(ctx context.Context, ne
 }
 
 // URL is http://127.0.0.1:<port> of the local Service proxy.
-func (s *Service) URL() string { return s.proxy.URL() }
+func (s *Service) URL() string { return "http://" + s.Addr() }
 
 // Addr is the Service listener's address (host:port), the host of URL.
-func (s *Service) Addr() string { return s.proxy.Addr() }
+func (s *Service) Addr() string {
+	if s.listener != nil {
+		return s.listener.Addr()
+	}
+	return s.proxy.Addr()
+}
 
 // RoundTripVia routes req as the Service does, without the hop through its
 // listener: see [Proxy.RoundTripVia].
@@ -419,6 +456,13 @@ func (s *Service) notReady(want, ready int, cause error) error {
 func (s *Service) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		var errs []error
+		if s.listener != nil {
+			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := s.listener.Close(lctx); err != nil {
+				errs = append(errs, err)
+			}
+			cancel()
+		}
 		if s.proxy != nil {
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			if err := s.proxy.Close(pctx); err != nil {

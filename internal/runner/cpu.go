@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/drillhq/drill/internal/cpuuse"
+	"github.com/drillhq/drill/internal/standin"
 )
 
 // startCPU starts sampling the CPU of the run's parts (drill itself, each
@@ -24,14 +25,23 @@ func (r *run) startCPU(ctx context.Context) *cpuuse.Sampler {
 func (r *run) cpuParts() []cpuuse.Part {
 	inside := []string{"its load generator", "measurement", "probes", "observers"}
 	if len(r.env.services) > 0 {
-		inside = append(inside, "the local Services")
+		inside = append(inside, "the local Services' choice of endpoint for its load")
 	}
 	note := "drill's own process: " + strings.Join(inside, ", ")
 	parts := []cpuuse.Part{{Name: "drill", Kind: cpuuse.KindDrill, Self: true, Note: note}}
+	var listeners []int // the local Services' listeners: one part
 	for _, p := range r.env.standIns {
 		pid := p.PID()
+		if p.Role() == standin.RoleService {
+			listeners = append(listeners, pid)
+			continue
+		}
 		parts = append(parts, cpuuse.Part{Name: p.Name(), Kind: cpuuse.KindPlatform, PIDs: func() []int { return []int{pid} },
 			Note: standInNote(p.Name())})
+	}
+	if len(listeners) > 0 {
+		parts = append(parts, cpuuse.Part{Name: standInServices, Kind: cpuuse.KindPlatform, PIDs: func() []int { return listeners },
+			Note: "the local Services' listeners, for clients other than drill's load, in processes of their own"})
 	}
 	for _, s := range r.sc.Services {
 		svc, ok := r.env.services[s.Name]

@@ -48,10 +48,13 @@ streams:
 	if u == nil {
 		t.Fatalf("run.json has no cpu figures\n%s", out.String())
 	}
-	if len(u.Parts) != 3 || u.Parts[0].Name != "drill" || u.Parts[1].Name != "stubs" || u.Parts[2].Name != "burner replicas" {
-		t.Fatalf("parts %+v, want drill, stubs and burner replicas", u.Parts)
+	if len(u.Parts) != 4 || u.Parts[0].Name != "drill" || u.Parts[1].Name != "stubs" || u.Parts[2].Name != "local Services" || u.Parts[3].Name != "burner replicas" {
+		t.Fatalf("parts %+v, want drill, stubs, local Services and burner replicas", u.Parts)
 	}
-	drill, stubs, burner := u.Parts[0], u.Parts[1], u.Parts[2]
+	drill, stubs, burner := u.Parts[0], u.Parts[1], u.Parts[3]
+	if l := u.Parts[2]; l.Kind != cpuuse.KindPlatform || l.Processes != 1 {
+		t.Errorf("local Services: kind %q over %d processes, want platform over 1 (burner's listener)", l.Kind, l.Processes)
+	}
 	if stubs.Kind != cpuuse.KindPlatform || stubs.Processes != 1 || !strings.Contains(stubs.Note, "in a process of their own") {
 		t.Errorf("stubs: kind %q over %d processes (%s), want platform over 1, its own process", stubs.Kind, stubs.Processes, stubs.Note)
 	}
@@ -75,4 +78,3 @@ streams:
 		t.Errorf("the summary has no CPU line %q:\n%s", line, out.String())
 	}
 }
-

@@ -442,6 +442,9 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		Redact:   r.redactor,
 		// Each replica in its own group: drill-<run>/<service>/<pod>.
 		Placement: r.env.placement,
+		// Other clients reach the replicas through a listener in a
+		// process of its own; drill's load is routed in this one.
+		Listener: r.serviceListener,
 	}
 	if s.Port != nil {
 		spec.PortEnv, spec.PortFormat = s.Port.Env, s.Port.Format

@@ -39,6 +39,7 @@ func handlers() map[Role]handler {
 	return map[Role]handler{
 		RoleToxiproxy: runToxiproxy,
 		RoleStubs:     runStubs,
+		RoleService:   runService,
 	}
 }
 

@@ -201,6 +201,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	go func() {
 		p.relayed.Wait() // Wait closes the pipes: read them to the end first
 		p.waitErr = cmd.Wait()
+		p.mu.Lock()
+		early := !p.stopped
+		p.stopped = true
+		p.mu.Unlock()
+		if early {
+			p.log.Error("stand-in ended before drill stopped it", "err", p.waitErr)
+		}
 		close(p.exited)
 	}()
 	if _, err := stdin.Write(append(setup, '\n')); err != nil {

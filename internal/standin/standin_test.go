@@ -197,3 +197,61 @@ func TestHelperParent(t *testing.T) {
 	fmt.Println("child " + strconv.Itoa(p.PID()))
 	time.Sleep(time.Minute) // killed long before
 }
+
+// TestServiceStandIn: the listener in its own process follows endpoint
+// commands in order: 503 with no ready endpoint, the replica's answer
+// once it is set ready, 503 again once it is removed.
+func TestServiceStandIn(t *testing.T) {
+	ctx := context.Background()
+	replica := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "from replica") })}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go replica.Serve(ln)
+	defer replica.Close()
+	p, l, err := StartService(ctx, Config{}, "orders", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(ctx)
+	get := func() (int, string) {
+		t.Helper()
+		res, err := http.Get("http://" + l.Addr() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	// Commands are applied asynchronously: wait (bounded) for each to land.
+	await := func(want int) string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			code, body := get()
+			if code == want {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("status %d (%q), want %d", code, body, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if body := await(http.StatusServiceUnavailable); !strings.Contains(body, "no ready endpoints for service orders") {
+		t.Fatalf("no endpoints: %q", body)
+	}
+	l.SetEndpoint("orders-0", ln.Addr().String(), 0, false)
+	l.SetEndpoint("orders-0", ln.Addr().String(), 0, true)
+	if body := await(http.StatusOK); body != "from replica" {
+		t.Fatalf("ready endpoint: %q", body)
+	}
+	l.RemoveEndpoint("orders-0")
+	await(http.StatusServiceUnavailable)
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.SetEndpoint("orders-0", ln.Addr().String(), 0, true) // after Close: dropped quietly
+}
