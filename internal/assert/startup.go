@@ -93,7 +93,7 @@ func judgeStartupGate(in *input, a scenario.Assertion, r *Result) {
 		return
 	}
 	if a.Proxy != "" && !haveAnswer && counterless {
-		setError(r, "proxy %s has no live byte counters, so when its dependency first answered is not known (drill's embedded Toxiproxy has them)", a.Proxy)
+		setError(r, "proxy %s has no live byte counters, so when its dependency first answered is not known (the run's own Toxiproxy has them)", a.Proxy)
 		return
 	}
 	sort.SliceStable(procs, func(i, j int) bool { return procs[i].start < procs[j].start })

@@ -123,7 +123,7 @@ var startupGateSpec = AssertionSpec{
 		"`up --wait`-style readiness), and no gate check of a process failed after its " +
 		"first pass. With proxy, each replica's first pass before load must also come " +
 		"after the first bytes the dependency sent back through that proxy (drill " +
-		"watches the embedded Toxiproxy's live counters): a gate that opens before its " +
+		"watches the live counters of the run's own Toxiproxy): a gate that opens before its " +
 		"dependency ever answered fails it. It judges the whole run, bring-up included " +
 		"(window run).",
 	Example: `- type: startup-gate

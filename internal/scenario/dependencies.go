@@ -66,7 +66,7 @@ type HTTPStubDep struct {
 // Toxiproxy says where the scenario's proxies live.
 type Toxiproxy struct {
 	// URL of a remote Toxiproxy HTTP API (e.g. http://toxiproxy.staging:8474).
-	// Empty: drill embeds a Toxiproxy server on loopback.
+	// Empty: drill runs a Toxiproxy server of its own on loopback, in a process of its own.
 	URL string `yaml:"url,omitempty" json:"url,omitempty"`
 }
 

@@ -43,7 +43,7 @@ type Scenario struct {
 	Timeline Timeline `yaml:"timeline" json:"timeline"`
 	// Dependencies are started locally for the run (local environment only).
 	Dependencies []Dependency `yaml:"dependencies,omitempty" json:"dependencies,omitempty"`
-	// Toxiproxy says where proxies live. Default: embedded in drill.
+	// Toxiproxy says where proxies live. Default: a Toxiproxy server of drill's own.
 	Toxiproxy Toxiproxy `yaml:"toxiproxy,omitempty" json:"toxiproxy,omitempty"`
 	// Proxies are Toxiproxy proxies in front of dependencies.
 	Proxies []Proxy `yaml:"proxies,omitempty" json:"proxies,omitempty"`
