@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// standIns lists the stand-in processes of a case (their argv[0] is
+// drill-standin-<role>).
+func standIns(c *caseEnv) []proc {
+	var out []proc
+	for _, p := range processesOf(c) {
+		if strings.HasPrefix(p.Cmdline, "drill-standin-") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestSIGKILLLeavesNoStandIn: drill run is killed with SIGKILL while its
+// stand-ins (Toxiproxy, the stubs, a Service's listener) serve; each ends
+// by itself (its stdin closed with drill), and drill cleanup then finds
+// each journaled stand-in gone and says so.
+func TestSIGKILLLeavesNoStandIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs drill as a child process for a few seconds")
+	}
+	drill, _ := binaries(t)
+	c := newCase(t)
+	t.Cleanup(func() { killProcesses(c) })
+	scenario := c.writeScenario(t, "standins.yaml.tmpl", map[string]string{"Name": "standins"})
+	p := startDrill(t, c, drill, "run", "-v", "--state-dir", c.State, "--out", c.Out, "--run-id", c.RunID, scenario)
+	deadline := time.Now().Add(wait)
+	for journalSeconds(c.Out) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the journal held %d seconds after %s", journalSeconds(c.Out), wait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	roles := map[string]bool{}
+	for _, s := range standIns(c) {
+		roles[strings.Fields(s.Cmdline)[0]] = true
+	}
+	for _, want := range []string{"drill-standin-toxiproxy", "drill-standin-stubs", "drill-standin-service"} {
+		if !roles[want] {
+			t.Fatalf("no %s process while the run serves; stand-ins: %v\n%s", want, roles, joinProcs(processesOf(c)))
+		}
+	}
+	p.signal(syscall.SIGKILL)
+	if _, sig := p.exit(); sig != syscall.SIGKILL {
+		t.Fatalf("drill ended by signal %v, want SIGKILL", sig)
+	}
+	if !eventually(20*time.Second, func() bool { return len(standIns(c)) == 0 }) {
+		t.Fatalf("stand-ins outlived their SIGKILLed drill by 20 s:\n%s", joinProcs(standIns(c)))
+	}
+	code, out := runDrill(t, c, drill, "cleanup", "--state-dir", c.State, "--run", c.RunID)
+	if code != 0 {
+		t.Fatalf("drill cleanup exited %d\n%s", code, out)
+	}
+	t.Logf("drill cleanup after the SIGKILL:\n%s", out)
+	for _, name := range []string{"toxiproxy", "stubs", "service idle"} {
+		if !strings.Contains(out, "gone     stand-in process "+name+" (run "+c.RunID+")") {
+			t.Errorf("drill cleanup does not say stand-in %s is gone:\n%s", name, out)
+		}
+	}
+}
