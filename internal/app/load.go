@@ -35,6 +35,7 @@ type loadFlags struct {
 	late           time.Duration
 	lateFraction   float64
 	save           string
+	processStats   string
 	progressEvery  time.Duration
 	startMargin    time.Duration
 }
@@ -69,7 +70,7 @@ behind its schedule beyond the lag budget or a load worker failed (the
 figures cannot be trusted).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := runner.LoadOptions{Save: f.save, ProgressEvery: f.progressEvery, Stdout: g.Stdout, Progress: g.Stderr, Logger: g.Logger, OnLate: g.onLate(),
+			opts := runner.LoadOptions{Save: f.save, ProcessStats: f.processStats, ProgressEvery: f.progressEvery, Stdout: g.Stdout, Progress: g.Stderr, Logger: g.Logger, OnLate: g.onLate(),
 				Workers: runner.WorkersOptions{Kubeconfig: g.Kubeconfig, Context: g.Context, Namespace: g.Namespace, StartMargin: f.startMargin}}
 			if d, err := inject.DefaultStateDir(g.Getenv); err == nil {
 				opts.Workers.StateDir = d
@@ -112,6 +113,8 @@ figures cannot be trusted).`,
 	fl.Float64Var(&f.lateFraction, "late-fraction", measure.DefaultLateFraction, "share of late requests (0..1) beyond which the run is invalid")
 	fl.DurationVar(&f.startMargin, "start-margin", runner.DefaultWorkersStartMargin, "load.workers: how long after the workers Job is created t=0 lies (time to schedule and start the pods)")
 	fl.StringVar(&f.save, "save", "", "also write the per-second buckets as JSON to this file")
+	fl.StringVar(&f.processStats, "process-stats", "", "write drill's own CPU and heap allocations over the load, with the requests sent, as JSON to this file (benchmarks)")
+	_ = fl.MarkHidden("process-stats")
 	fl.DurationVar(&f.progressEvery, "progress", 0, "progress period on stderr (default 1s on a terminal, 5s otherwise; negative: off)")
 	return cmd
 }

@@ -104,6 +104,8 @@ type sample struct {
 	// the first sample; waitOK is false where it could not be read.
 	wait   uint64
 	waitOK bool
+	// self is drill's own totals ([ReadSelf]).
+	self Self
 }
 
 // Sampler samples the CPU of a run's parts and of the machine once per
@@ -219,7 +221,7 @@ func (s *Sampler) sample() error {
 	if s.stopped != nil {
 		return nil
 	}
-	sm := sample{at: at, machine: m, parts: make([]uint64, len(s.parts))}
+	sm := sample{at: at, machine: m, parts: make([]uint64, len(s.parts)), self: ReadSelf()}
 	if s.hasSelf() && waitErr == nil {
 		sm.wait, sm.waitOK = s.wait.add(delays), true
 	}
@@ -329,6 +331,8 @@ func (s *Sampler) usage() *Usage {
 			Processes: ps.roots, Note: ps.part.Note,
 		})
 	}
+	allocs := last.self.Since(first.self)
+	u.DrillAllocObjects, u.DrillAllocBytes = allocs.AllocObjects, allocs.AllocBytes
 	waited := first.waitOK && last.waitOK
 	if waited {
 		w := nanoSeconds(last.wait - first.wait)

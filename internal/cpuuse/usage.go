@@ -41,6 +41,12 @@ type Usage struct {
 	// generator and the clock that judges it lost to other work on the
 	// cores. Absent where the kernel does not expose it.
 	DrillWaitSeconds *float64 `json:"drillWaitSeconds,omitempty"`
+	// DrillAllocObjects and DrillAllocBytes are the heap allocations of
+	// drill's own process over the span (runtime/metrics): with the
+	// requests sent, its allocations per request, to set beside `drill
+	// load` alone at the same rate.
+	DrillAllocObjects uint64 `json:"drillAllocObjects,omitempty"`
+	DrillAllocBytes   uint64 `json:"drillAllocBytes,omitempty"`
 	// Seconds are the per-second samples, in order.
 	Seconds []Second `json:"seconds,omitempty"`
 	// Problems are samples that could not be read (the figures cover the

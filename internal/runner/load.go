@@ -35,6 +35,10 @@ type LoadOptions struct {
 	// Save, when set, is a file that receives every stream's per-second
 	// buckets as JSON.
 	Save string
+	// ProcessStats, when set, is a file that receives drill's own
+	// [ProcessStats] over the load, as JSON (benchmarks set it beside
+	// run.json's cpu).
+	ProcessStats string
 	// ProgressEvery is the progress period (0: 1 s on a terminal, 5 s
 	// otherwise; negative: no progress).
 	ProgressEvery time.Duration
@@ -145,8 +149,11 @@ func runLoad(ctx context.Context, opts LoadOptions, streams []scenario.Stream, d
 		close(progressDone)
 	}
 	clock.Rezero()
+	before := cpuuse.ReadSelf()
 	var runErr error
 	cpuuse.Do(ctx, cpuuse.PartGenerator, func(ctx context.Context) { runErr = eng.Run(ctx) })
+	used := cpuuse.ReadSelf().Since(before)
+	span := clock.Now()
 	stopProgress()
 	<-progressDone
 	if runErr != nil {
@@ -161,6 +168,11 @@ func runLoad(ctx context.Context, opts LoadOptions, streams []scenario.Stream, d
 	_ = report.LoadSummary(opts.Stdout, streams, series)
 	if opts.Save != "" {
 		if err := saveSeries(opts.Save, series); err != nil {
+			return exitcode.Wrap(exitcode.CouldNotRun, err)
+		}
+	}
+	if opts.ProcessStats != "" {
+		if err := saveProcessStats(opts.ProcessStats, used, span, series); err != nil {
 			return exitcode.Wrap(exitcode.CouldNotRun, err)
 		}
 	}
@@ -191,6 +203,40 @@ func saveSeries(path string, series map[string]*measure.Series) error {
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("write series: %w", err)
+	}
+	return nil
+}
+
+// ProcessStats is what drill's own process used over a `drill load`
+// (--process-stats): the figures per request that a full drill's run.json
+// (cpu: the drill part's seconds, drillAllocObjects, drillAllocBytes) is
+// set beside.
+type ProcessStats struct {
+	// Self is the process's CPU (ns) and heap allocations from the start
+	// of load to its end.
+	Self cpuuse.Self `json:"self"`
+	// Span is the load's duration (ns).
+	Span time.Duration `json:"span"`
+	// Requests is every request the streams sent.
+	Requests int64 `json:"requests"`
+}
+
+func saveProcessStats(path string, used cpuuse.Self, span time.Duration, series map[string]*measure.Series) error {
+	st := ProcessStats{Self: used, Span: span}
+	for _, s := range series {
+		if s == nil {
+			continue
+		}
+		for _, b := range s.Buckets {
+			st.Requests += b.Requests
+		}
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode process stats: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write process stats: %w", err)
 	}
 	return nil
 }

@@ -1,8 +1,15 @@
 package runner
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -40,5 +47,35 @@ func TestLoadStreamsExpand(t *testing.T) {
 	_, err = scenarioStreams(local, vars)
 	if err == nil || !strings.Contains(err.Error(), "l.yaml: streams[0].targets[0].url: ") || !strings.Contains(err.Error(), "drill load cannot start the scenario's services or proxies") {
 		t.Errorf("local service reference: err %v", err)
+	}
+}
+
+// TestLoadProcessStats: drill load --process-stats writes drill's own CPU
+// and allocations over the load with the requests sent.
+func TestLoadProcessStats(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer srv.Close()
+	rate, err := scenario.ParseRate("50/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "stats.json")
+	err = Load(context.Background(), LoadOptions{ProcessStats: file, ProgressEvery: -1, Streams: []scenario.Stream{{
+		Name: "s", Targets: []scenario.Target{{URL: srv.URL + "/"}}, Rate: &rate,
+		Duration: scenario.Duration{Duration: time.Second}, Timeout: scenario.Duration{Duration: time.Second},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st ProcessStats
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Requests != 50 || st.Self.CPU <= 0 || st.Self.AllocObjects == 0 || st.Self.AllocBytes == 0 || st.Span < time.Second {
+		t.Fatalf("stats %+v: want 50 requests, CPU and allocations, a span of 1 s or more", st)
 	}
 }
