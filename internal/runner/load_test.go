@@ -75,7 +75,7 @@ func TestLoadProcessStats(t *testing.T) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Requests != 50 || st.Self.CPU <= 0 || st.Self.AllocObjects == 0 || st.Self.AllocBytes == 0 || st.Span < time.Second {
-		t.Fatalf("stats %+v: want 50 requests, CPU and allocations, a span of 1 s or more", st)
+	if st.Requests != 50 || st.Self.CPU <= 0 || st.Self.AllocObjects == 0 || st.Self.AllocBytes == 0 || st.Span < 500*time.Millisecond {
+		t.Fatalf("stats %+v: want 50 requests, CPU and allocations, a span near the 1 s of load (its last hit is due at 0.98 s)", st)
 	}
 }
