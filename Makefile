@@ -57,7 +57,7 @@ bench: ## Run the load engine and console benchmarks (bench/run.sh $(BENCH_ARGS)
 	$(GO) test ./internal/history -run '^$$' -bench 'HistoryYear' -benchtime 3x
 
 fidelity: build ## Run each seed drill N times (default 5: N=20 make fidelity) and tabulate valid, right and wrong verdicts, INVALID and lag
-	$(GO) run ./bench/fidelity -n $(N) -drill bin/drill $(SEEDS)
+	$(GO) run ./bench/fidelity -n $(N) -drill bin/drill -tsv reports/fidelity-runs.tsv $(SEEDS)
 
 compose-images: build ## Build the reference image drill-reference:local (FROM scratch, bin/drill) for the compose drills
 	rm -rf bin/compose-context && mkdir -p bin/compose-context

@@ -51,6 +51,9 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 	drill := fs.String("drill", "bin/drill", "the drill binary")
 	out := fs.String("out", "", "directory for the runs' reports (default reports/fidelity-<UTC time>)")
 	from := fs.String("from", "", "tabulate the runs already in this directory instead of running drills")
+	tsv := fs.String("tsv", "", "append a row per run to this TSV file (reports/fidelity-runs.tsv: build, guest kind, getppid cost)")
+	round := fs.String("round", "", "the round's label in the TSV rows (default the sitting's UTC start time)")
+	commit := fs.String("commit", "", "the build's label in the TSV rows (default git rev-parse --short HEAD)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,8 +73,16 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 	if *out == "" {
 		*out = filepath.Join("reports", "fidelity-"+time.Now().UTC().Format("20060102T150405Z"))
 	}
+	m := readMachine()
 	writeMachine(stdout)
+	fmt.Fprintf(stdout, "guest:   %s (getppid %.0f ns)\n", m.Guest, m.Getppid)
 	fmt.Fprintf(stdout, "runs:    %d per drill, reports under %s\n\n", *n, *out)
+	if *round == "" {
+		*round = time.Now().UTC().Format("20060102T1504Z")
+	}
+	if *commit == "" {
+		*commit = headCommit()
+	}
 	var runs []runResult
 	for _, file := range fs.Args() {
 		name := drillName(file)
@@ -85,6 +96,11 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 				return err
 			}
 			res.Drill = name
+			if *tsv != "" {
+				if err := appendRow(*tsv, *commit, *round, m, res, time.Now()); err != nil {
+					return err
+				}
+			}
 			log.Info("run done", "drill", name, "run", i, "exit", res.Exit, "late", res.LateShare, "lagP99", res.LagP99)
 			runs = append(runs, res)
 		}

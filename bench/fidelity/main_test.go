@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,5 +219,31 @@ func TestDrillCPUPerRequest(t *testing.T) {
 				t.Errorf("drillCPUPerRequest = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAppendRow: the first row of a new file comes after the header; each
+// row names the build, the round, the guest and the getppid cost.
+func TestAppendRow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.tsv")
+	m := machine{Guest: "PVM", Getppid: 812.4}
+	r := runResult{Drill: "orders-db-brownout", Exit: 0, LateShare: 0.0002, LagP99: 1100 * time.Microsecond}
+	at := time.Date(2026, 12, 6, 19, 30, 0, 0, time.UTC)
+	for range 2 {
+		if err := appendRow(path, "abc1234", "p1", m, r, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := "2026-12-06T19:30:00Z\tabc1234\tp1\torders-db-brownout\t0\t0.0002\t1.1ms\tPVM\t812"
+	want := tsvHeader + "\n" + row + "\n" + row + "\n"
+	if string(b) != want {
+		t.Fatalf("file:\n%s\nwant:\n%s", b, want)
+	}
+	if got := len(strings.Split(tsvHeader, "\t")); got != len(strings.Split(row, "\t")) {
+		t.Fatalf("header has %d columns, a row %d", got, len(strings.Split(row, "\t")))
 	}
 }
