@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 DEMO_SCENARIOS := scenarios/orders-db-brownout.yaml scenarios/payment-tax-brownout.yaml
 N        ?= 5
 BENCH_ARGS ?=
-SEEDS    := $(wildcard scenarios/*.yaml)
+SEEDS    := $(wildcard scenarios/*.yaml scenarios/compose/*.yaml)
 # staticcheck at a pinned version, run through the module proxy (go run
 # builds it once into the build cache; nothing is installed).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -56,7 +56,7 @@ bench: ## Run the load engine and console benchmarks (bench/run.sh $(BENCH_ARGS)
 	./bench/run.sh $(BENCH_ARGS)
 	$(GO) test ./internal/history -run '^$$' -bench 'HistoryYear' -benchtime 3x
 
-fidelity: build ## Run each seed drill N times (default 5: N=20 make fidelity) and tabulate valid, right and wrong verdicts, INVALID and lag
+fidelity: compose-images ## Run each seed drill (and the Compose pair) N times (default 5: N=20 make fidelity) and tabulate valid, right and wrong verdicts, INVALID and lag
 	$(GO) run ./bench/fidelity -n $(N) -drill bin/drill -tsv reports/fidelity-runs.tsv $(SEEDS)
 
 compose-images: build ## Build the reference image drill-reference:local (FROM scratch, bin/drill) for the compose drills
