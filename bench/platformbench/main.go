@@ -18,12 +18,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/record"
@@ -35,13 +37,12 @@ func main() {
 	drill := flag.String("drill", "bin/drill", "the drill binary")
 	stub := flag.String("stub", "", "the benchmarks' stub binary (bench/stub); required")
 	out := flag.String("out", "", "directory for the runs' reports (default a temporary one, removed)")
-	loadFor := flag.Duration("load-duration", 0, "duration of each drill load (0: the scenario's)")
 	flag.Parse()
 	if *stub == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: platformbench -drill BIN -stub BIN [-out DIR] SCENARIO...")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *drill, *stub, *out, *loadFor, flag.Args()); err != nil {
+	if err := run(context.Background(), *drill, *stub, *out, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "platformbench:", err)
 		os.Exit(1)
 	}
@@ -59,7 +60,7 @@ type row struct {
 	rate            float64
 }
 
-func run(ctx context.Context, drill, stub, out string, loadFor time.Duration, files []string) error {
+func run(ctx context.Context, drill, stub, out string, files []string) error {
 	if out == "" {
 		d, err := os.MkdirTemp("", "platformbench-")
 		if err != nil {
@@ -73,37 +74,32 @@ func run(ctx context.Context, drill, stub, out string, loadFor time.Duration, fi
 		return err
 	}
 	defer stop()
-	var rows []row
-	for _, f := range files {
-		r, err := measure(ctx, drill, url, out, loadFor, f)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		rows = append(rows, r)
-		fmt.Fprintf(os.Stderr, "platformbench: %s done\n", r.name)
-	}
+	// Each row is printed as soon as it is measured: a later scenario's
+	// failure does not lose the earlier ones.
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\trate\texit\tvalid\trequests\tdrill µs/req\tload alone µs/req\tratio\tdrill allocs/req\tload alone allocs/req\tratio\tstand-ins (CPU s)")
-	for _, r := range rows {
+	_ = tw.Flush()
+	var errs []error
+	for _, f := range files {
+		r, err := measure(ctx, drill, url, out, f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f, err))
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%.0f/s\t%d\t%v\t%d\t%.1f\t%.1f\t%.2fx\t%.1f\t%.1f\t%.2fx\t%s\n", r.name, r.rate, r.exit, r.valid, r.requests,
 			r.drillUS, r.loadUS, r.drillUS/r.loadUS, r.drillAl, r.loadAl, r.drillAl/r.loadAl, r.standIns)
+		_ = tw.Flush()
 	}
-	return tw.Flush()
+	return errors.Join(errs...)
 }
 
 // measure runs one scenario, then drill load at its rate.
-func measure(ctx context.Context, drill, url, out string, loadFor time.Duration, file string) (row, error) {
+func measure(ctx context.Context, drill, url, out string, file string) (row, error) {
 	sc, err := scenario.Load(file)
 	if err != nil {
 		return row{}, err
 	}
 	r := row{name: sc.Metadata.Name}
-	for _, st := range sc.Streams {
-		if st.Rate == nil {
-			return row{}, fmt.Errorf("stream %s has no constant rate", st.Name)
-		}
-		r.rate += st.Rate.PerSecond()
-	}
 	dir := filepath.Join(out, r.name)
 	cmd := exec.CommandContext(ctx, drill, "run", "--out", dir, file)
 	cmd.Stdout, cmd.Stderr = nil, nil
@@ -141,13 +137,24 @@ func measure(ctx context.Context, drill, url, out string, loadFor time.Duration,
 	r.standIns = strings.Join(parts, ", ")
 	r.drillAl = float64(u.DrillAllocObjects) / float64(r.requests)
 
-	d := loadFor
-	if d <= 0 {
-		d = u.To - u.From
-	}
+	// drill load alone sends the same number of requests per second: the
+	// scenario's total rate over the sampled span (steps and ramps
+	// averaged).
+	span := u.To - u.From
+	r.rate = float64(r.requests) / span.Seconds()
 	stats := filepath.Join(dir, "load-alone.json")
-	load := exec.CommandContext(ctx, drill, "load", "--url", url, "--rate", fmt.Sprintf("%.0f/s", r.rate),
-		"--duration", d.String(), "--progress", "-1s", "--process-stats", stats)
+	// The scenario's own streams (rates, steps, methods, headers, body
+	// templates, timeouts) aimed at the stub: the same work for the
+	// generator, without the platform.
+	alone, err := streamsAt(sc, url)
+	if err != nil {
+		return row{}, err
+	}
+	aloneFile := filepath.Join(dir, "load-alone.yaml")
+	if err := os.WriteFile(aloneFile, alone, 0o644); err != nil {
+		return row{}, err
+	}
+	load := exec.CommandContext(ctx, drill, "load", aloneFile, "--progress", "-1s", "--process-stats", stats)
 	if b, err := load.CombinedOutput(); err != nil {
 		return row{}, fmt.Errorf("drill load: %w\n%s", err, b)
 	}
@@ -186,4 +193,41 @@ func startStub(bin string) (string, func(), error) {
 		return "", nil, fmt.Errorf("stub said %q", line)
 	}
 	return url + "/", stop, nil
+}
+
+// streamsAt is a scenario of sc's streams alone (no services, faults or
+// assertions) with every target's scheme and host replaced by base's
+// (http://127.0.0.1:PORT/), over sc's timeline duration, as YAML for
+// `drill load`.
+func streamsAt(sc *scenario.Scenario, base string) ([]byte, error) {
+	b, err := url.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	streams := make([]scenario.Stream, len(sc.Streams))
+	for i, st := range sc.Streams {
+		st.Targets = append([]scenario.Target(nil), st.Targets...)
+		for j := range st.Targets {
+			// ${...} references cannot be parsed as URLs: keep the path
+			// after the host part, whatever the host was.
+			rest := st.Targets[j].URL
+			if k := strings.Index(rest, "://"); k >= 0 {
+				rest = rest[k+3:]
+			}
+			path := "/"
+			if k := strings.IndexByte(rest, '/'); k >= 0 {
+				path = rest[k:]
+			}
+			st.Targets[j].URL = b.Scheme + "://" + b.Host + path
+		}
+		streams[i] = st
+	}
+	doc := map[string]any{
+		"apiVersion": "drill.dev/v1alpha1",
+		"kind":       "Scenario",
+		"metadata":   map[string]string{"name": sc.Metadata.Name + "-load-alone"},
+		"timeline":   map[string]any{"duration": sc.Timeline.Duration},
+		"streams":    streams,
+	}
+	return yaml.Marshal(doc)
 }

@@ -58,6 +58,10 @@ type Globals struct {
 	// CPUProfile is the hidden --cpuprofile flag: a file that receives a
 	// pprof CPU profile of the whole command (for drill's developers).
 	CPUProfile string
+	// MemProfile is the hidden --memprofile flag: a file that receives the
+	// heap profile (allocations since start: alloc_objects, alloc_space)
+	// when the command ends.
+	MemProfile string
 	// TraceLate is the hidden --trace-late flag: a file that receives the
 	// last seconds of drill's Go execution trace when a load stream first
 	// falls behind its schedule (load.LateHookAfter late requests; for
@@ -135,6 +139,9 @@ func Run(ctx context.Context, g *Globals, args []string) error {
 	if stopProfile != nil {
 		stopProfile()
 	}
+	if err := writeMemProfile(g.MemProfile); err != nil {
+		g.Logger.Warn("--memprofile", "err", err)
+	}
 	if g.lateTrace != nil && !g.lateTrace.Stop() && g.lateHooked {
 		g.Logger.Warn("--trace-late: no stream fell behind; no trace written", "file", g.TraceLate)
 	}
@@ -186,6 +193,8 @@ touched), 3 could not run, 4 invalid measurement, 5 cleanup unverified.`,
 	f.CountVarP(&g.Verbosity, "verbose", "v", "more log output (-v info, -vv debug)")
 	f.StringVar(&g.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the command to this file ({pid} becomes the process id)")
 	_ = f.MarkHidden("cpuprofile")
+	f.StringVar(&g.MemProfile, "memprofile", "", "write a pprof heap profile (allocations since start) to this file when the command ends")
+	_ = f.MarkHidden("memprofile")
 	f.StringVar(&g.TraceLate, "trace-late", "", "write the last seconds of drill's Go execution trace to this file when a load stream first falls behind its schedule")
 	_ = f.MarkHidden("trace-late")
 	for _, newCmd := range commands() {
@@ -265,6 +274,24 @@ func chainPreRun(first func(*cobra.Command, []string) error, next func() error) 
 		}
 		return nil
 	}
+}
+
+// writeMemProfile writes the heap profile to path (nothing when path is
+// empty): every sampled allocation since the process started, for
+// `go tool pprof -sample_index=alloc_objects`. The error is the file's.
+func writeMemProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // startCPUProfile starts a pprof CPU profile into path (nothing when path is
