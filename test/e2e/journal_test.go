@@ -19,6 +19,19 @@ func journalSeconds(dir string) int {
 	return bytes.Count(b, []byte(`{"kind":"second"`))
 }
 
+// waitJournalSeconds waits (bounded) until the run journal under c.Out
+// holds n closed seconds: load is under way.
+func waitJournalSeconds(t *testing.T, c *caseEnv, n int) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for journalSeconds(c.Out) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the journal held %d seconds after %s", journalSeconds(c.Out), wait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestSIGKILLedRunIsReportable: drill run is killed with SIGKILL in the
 // middle of its load (once its journal holds at least 5 closed seconds);
 // the report directory then holds those seconds, and drill report over the
@@ -34,13 +47,7 @@ func TestSIGKILLedRunIsReportable(t *testing.T) {
 	c := newCase(t)
 	scenario := c.writeScenario(t, "stub-load.yaml.tmpl", map[string]string{"Name": "sigkill-journal"})
 	p := startDrill(t, c, drill, "run", "-v", "--state-dir", c.State, "--out", c.Out, "--run-id", c.RunID, scenario)
-	deadline := time.Now().Add(wait)
-	for journalSeconds(c.Out) < 5 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the journal held %d seconds after %s", journalSeconds(c.Out), wait)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitJournalSeconds(t, c, 5)
 	p.signal(syscall.SIGKILL)
 	if code, sig := p.exit(); sig != syscall.SIGKILL {
 		t.Fatalf("drill exited %d, not killed", code)

@@ -32,13 +32,7 @@ func TestSIGKILLLeavesNoStandIn(t *testing.T) {
 	t.Cleanup(func() { killProcesses(c) })
 	scenario := c.writeScenario(t, "standins.yaml.tmpl", map[string]string{"Name": "standins"})
 	p := startDrill(t, c, drill, "run", "-v", "--state-dir", c.State, "--out", c.Out, "--run-id", c.RunID, scenario)
-	deadline := time.Now().Add(wait)
-	for journalSeconds(c.Out) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the journal held %d seconds after %s", journalSeconds(c.Out), wait)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitJournalSeconds(t, c, 2)
 	roles := map[string]bool{}
 	for _, s := range standIns(c) {
 		roles[strings.Fields(s.Cmdline)[0]] = true
