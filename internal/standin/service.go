@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
@@ -35,16 +36,24 @@ type endpointCommand struct {
 	Addr  string `json:"addr,omitempty"`
 	Order int    `json:"order,omitempty"`
 	Ready bool   `json:"ready,omitempty"`
+	// Sent is drill's CLOCK_MONOTONIC reading (ns) when it sent the
+	// command; the stand-in's [msgApplied] gives it back.
+	Sent int64 `json:"sent"`
 }
+
+// msgApplied is the kind of the message a [RoleService] stand-in sends once
+// it applied an endpoint command: its Mono is when the listener's routing
+// changed, its data the command's Sent.
+const msgApplied = "applied"
 
 // serviceCloseTimeout bounds the stand-in's wait for in-flight requests
 // when it stops.
 const serviceCloseTimeout = 5 * time.Second
 
 // runService serves one Service's listener ([localenv.NewProxy]) until
-// ctx ends, applying endpoint commands in order. Its endpoint events are
-// not sent: the Service in drill's process emits them, for the same
-// changes.
+// ctx ends, applying endpoint commands in order and sending a
+// [msgApplied] message for each. Its endpoint events are not sent: the
+// Service in drill's process emits them, for the same changes.
 func runService(ctx context.Context, setup json.RawMessage, ch *Child) error {
 	var s ServiceSetup
 	if err := json.Unmarshal(setup, &s); err != nil {
@@ -82,6 +91,10 @@ func runService(ctx context.Context, setup json.RawMessage, ch *Child) error {
 				p.RemoveEndpoint(c.Pod)
 			default:
 				ch.Log.Warn("unknown endpoint command", "op", c.Op)
+				continue
+			}
+			if err := ch.Send(0, msgApplied, c.Sent); err != nil {
+				ch.Log.Warn("report an applied endpoint change", "err", err)
 			}
 		}
 	}
@@ -95,6 +108,39 @@ func runService(ctx context.Context, setup json.RawMessage, ch *Child) error {
 type ServiceListener struct {
 	p    *Process
 	addr string
+	lag  *followLag
+}
+
+// followLag is how closely a listener followed the Service's endpoint
+// changes: from drill's send to the stand-in's routing change, both read
+// on CLOCK_MONOTONIC.
+type followLag struct {
+	mu      sync.Mutex
+	applied int
+	max     time.Duration
+}
+
+func (f *followLag) record(m Message) {
+	if m.Kind != msgApplied {
+		return
+	}
+	var sent int64
+	if json.Unmarshal(m.Data, &sent) != nil || sent == 0 || m.Mono == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applied++
+	f.max = max(f.max, time.Duration(m.Mono-sent))
+}
+
+// Followed is how many endpoint changes the listener applied so far, and
+// the longest any took from drill's send to the listener's routing change
+// (both read on CLOCK_MONOTONIC, [event.Monotonic]).
+func (l *ServiceListener) Followed() (applied int, slowest time.Duration) {
+	l.lag.mu.Lock()
+	defer l.lag.mu.Unlock()
+	return l.lag.applied, l.lag.max
 }
 
 var _ localenv.Listener = (*ServiceListener)(nil)
@@ -104,12 +150,14 @@ var _ localenv.Listener = (*ServiceListener)(nil)
 // Errors: those of [Start] (the address taken is the child's error).
 func StartService(ctx context.Context, cfg Config, service, listen string, balancing localenv.Balancing) (*Process, *ServiceListener, error) {
 	var ready ServiceReady
+	lag := &followLag{}
 	cfg.Role, cfg.Setup, cfg.Ready = RoleService, ServiceSetup{Service: service, Listen: listen, Balancing: balancing}, &ready
+	cfg.OnMessage = lag.record
 	p, err := Start(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	return p, &ServiceListener{p: p, addr: ready.Addr}, nil
+	return p, &ServiceListener{p: p, addr: ready.Addr, lag: lag}, nil
 }
 
 // Addr implements [localenv.Listener].
@@ -118,12 +166,12 @@ func (l *ServiceListener) Addr() string { return l.addr }
 // SetEndpoint implements [localenv.Listener]; a failed send (the stand-in
 // ended) is logged.
 func (l *ServiceListener) SetEndpoint(pod, addr string, order int, ready bool) {
-	l.send(endpointCommand{Op: "set", Pod: pod, Addr: addr, Order: order, Ready: ready})
+	l.send(endpointCommand{Op: "set", Pod: pod, Addr: addr, Order: order, Ready: ready, Sent: event.Monotonic()})
 }
 
 // RemoveEndpoint implements [localenv.Listener].
 func (l *ServiceListener) RemoveEndpoint(pod string) {
-	l.send(endpointCommand{Op: "remove", Pod: pod})
+	l.send(endpointCommand{Op: "remove", Pod: pod, Sent: event.Monotonic()})
 }
 
 func (l *ServiceListener) send(c endpointCommand) {
@@ -134,5 +182,11 @@ func (l *ServiceListener) send(c endpointCommand) {
 	}
 }
 
-// Close implements [localenv.Listener]: it stops the stand-in.
-func (l *ServiceListener) Close(ctx context.Context) error { return l.p.Stop(ctx) }
+// Close implements [localenv.Listener]: it stops the stand-in and logs
+// how closely it followed the Service's endpoint changes.
+func (l *ServiceListener) Close(ctx context.Context) error {
+	err := l.p.Stop(ctx)
+	n, slowest := l.Followed()
+	l.p.log.Info("the Service's listener followed its endpoint changes", "changes", n, "slowest", slowest)
+	return err
+}

@@ -210,10 +210,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		}
 		close(p.exited)
 	}()
-	if _, err := stdin.Write(append(setup, '\n')); err != nil {
-		p.kill()
-		return nil, fmt.Errorf("start stand-in %s: write setup: %w", name, err)
-	}
+	// A child that fails at once (not drill, a bad role) may be gone
+	// before its setup is written: then its end, read below, says more
+	// than the broken pipe.
+	_, writeErr := stdin.Write(append(setup, '\n'))
 	timeout := cfg.ReadyTimeout
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
@@ -222,6 +222,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	defer t.Stop()
 	select {
 	case err := <-ready:
+		if err == nil && writeErr != nil {
+			err = fmt.Errorf("write setup: %w", writeErr)
+		}
 		if err != nil {
 			p.kill()
 			return nil, fmt.Errorf("start stand-in %s: %w", name, err)

@@ -253,5 +253,10 @@ func TestServiceStandIn(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Every change was acknowledged, stamped on the machine's monotonic
+	// clock in the child: the lag is positive and bounded.
+	if n, slowest := l.Followed(); n != 3 || slowest <= 0 || slowest > 10*time.Second {
+		t.Fatalf("followed %d changes, slowest %s; want 3, above 0 and under 10 s", n, slowest)
+	}
 	l.SetEndpoint("orders-0", ln.Addr().String(), 0, true) // after Close: dropped quietly
 }
