@@ -8,7 +8,6 @@ import (
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/localenv"
 	"github.com/drillhq/drill/internal/proctree"
-	"github.com/drillhq/drill/internal/scenario"
 	"github.com/drillhq/drill/internal/standin"
 )
 
@@ -104,14 +103,4 @@ func (r *run) serviceListener(ctx context.Context, service, listen string, b loc
 		return nil, err
 	}
 	return l, nil
-}
-
-// hasStubs reports whether sc declares an HTTP stub dependency.
-func hasStubs(sc *scenario.Scenario) bool {
-	for _, d := range sc.Dependencies {
-		if d.HTTPStub != nil {
-			return true
-		}
-	}
-	return false
 }
