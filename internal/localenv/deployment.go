@@ -72,10 +72,8 @@ func (s *Service) remove(p *pod, o DeleteOptions, fault string) {
 	go func() {
 		<-p.r.Done()
 		name := p.r.Pod()
-		s.mu.Lock()
-		s.pods = slices.DeleteFunc(s.pods, func(q *pod) bool { return q == p })
-		s.changedLocked()
-		s.mu.Unlock()
+		// Endpoint and pod gone, said in this order, before whoever waits
+		// for the pod (WaitGone, Rollout) sees it gone.
 		s.proxy.RemoveEndpoint(name)
 		if s.listener != nil {
 			s.listener.RemoveEndpoint(name)
@@ -86,6 +84,10 @@ func (s *Service) remove(p *pod, o DeleteOptions, fault string) {
 		}
 		s.emit(event.Event{Kind: event.PodDeleted, Pod: name, Reason: why, Fault: fault,
 			Detail: describeTermination(p.r.Status().LastTerminated)})
+		s.mu.Lock()
+		s.pods = slices.DeleteFunc(s.pods, func(q *pod) bool { return q == p })
+		s.changedLocked()
+		s.mu.Unlock()
 	}()
 }
 
