@@ -68,6 +68,7 @@ func (s *Service) create(slot int, reason, fault string) (*pod, error) {
 // remove deletes p as o says and, once its processes are reaped, takes
 // it off the Service (EndpointRemoved) and emits PodDeleted.
 func (s *Service) remove(p *pod, o DeleteOptions, fault string) {
+	o.Fault = fault
 	p.r.Delete(o)
 	go func() {
 		<-p.r.Done()

@@ -488,6 +488,9 @@ type DeleteOptions struct {
 	// Reason says who deleted the pod, e.g. "fault kill-one"; it goes into
 	// the Killing event and the pod's last termination.
 	Reason string
+	// Fault names the fault that deleted the pod on the Killing event
+	// ("" for none).
+	Fault string
 }
 
 func (o *DeleteOptions) grace(def time.Duration) time.Duration {
@@ -518,7 +521,7 @@ func (r *Replica) Delete(o DeleteOptions) {
 	if o.Kill {
 		how += " (SIGKILL)"
 	}
-	r.emitLocked(event.Event{Kind: event.K8sEvent, Reason: "Killing", Detail: how + ": " + o.Reason})
+	r.emitLocked(event.Event{Kind: event.K8sEvent, Reason: "Killing", Fault: o.Fault, Detail: how + ": " + o.Reason})
 	r.changedLocked()
 	r.mu.Unlock()
 	r.stopOnce.Do(func() { close(r.stopCh) })
