@@ -289,3 +289,35 @@ func TestCleanupAfterKilledPodFault(t *testing.T) {
 		t.Errorf("second cleanup: %+v, %v", rep, err)
 	}
 }
+
+// TestRolloutStoppedAtFaultEnd: a revert whose time runs out stops the
+// rollout where it is, says so, and still closes the journal entry.
+func TestRolloutStoppedAtFaultEnd(t *testing.T) {
+	t.Parallel()
+	svc, _ := startPods(t, "slow", 2)
+	env, _ := testEnv(t, nil)
+	env.Services = map[string]PodSet{"slow": svc}
+	one, zero := scenario.IntOrPercent{N: 1}, scenario.IntOrPercent{}
+	f := scenario.Fault{Name: "roll", Type: scenario.FaultRollout, Service: "slow", MaxSurge: &one, MaxUnavailable: &zero,
+		At: scenario.Duration{Duration: time.Second}, For: scenario.Duration{Duration: time.Second}}
+	inj, err := Build(f, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revert, err := inj.Inject(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the fault's end has no time left
+	err = revert(ctx)
+	if err == nil || !strings.Contains(err.Error(), "did not complete by the fault's end") {
+		t.Fatalf("revert = %v, want the rollout stopped", err)
+	}
+	if p := Pending(mustRead(t, env.Journal.Path())); len(p) != 0 {
+		t.Errorf("journal entries still open: %+v", p)
+	}
+	if live := svc.LivePods(); slices.Equal(live, []string{"slow-0-r1", "slow-1-r1"}) {
+		t.Errorf("the rollout completed although it was stopped at once: %v", live)
+	}
+}

@@ -52,8 +52,9 @@ func (r *rollout) Describe() string {
 
 // Inject implements [Injector]. It journals the service's pods and their
 // processes, then starts the rollout and returns at once; the rollout
-// goes on past ctx's end (it ends when it completes or the service
-// stops).
+// goes on past ctx's end. The Revert waits for it to complete; when the
+// Revert's ctx ends first, it stops the rollout where it is (the pods
+// started stay, the old pods not yet deleted stay) and says so.
 func (r *rollout) Inject(ctx context.Context) (Revert, error) {
 	surge, unav := r.bounds()
 	if surge == 0 && unav == 0 {
@@ -64,9 +65,10 @@ func (r *rollout) Inject(ctx context.Context) (Revert, error) {
 	if err := r.env.Journal.Record(entry); err != nil {
 		return nil, fmt.Errorf("journal rollout: %w", err)
 	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() {
-		done <- r.svc.Rollout(context.WithoutCancel(ctx), localenv.RolloutOptions{
+		done <- r.svc.Rollout(rctx, localenv.RolloutOptions{
 			MaxSurge: surge, MaxUnavailable: unav, Fault: r.fault.Name,
 			Delete: localenv.DeleteOptions{Reason: "fault " + r.fault.Name + " (rollout)"},
 		})
@@ -78,10 +80,14 @@ func (r *rollout) Inject(ctx context.Context) (Revert, error) {
 		if !finished {
 			select {
 			case result = <-done:
-				finished = true
 			case <-ctx.Done():
-				return fmt.Errorf("rollout of service %s still under way at the fault's end (give the fault a longer for): %w", r.fault.Service, ctx.Err())
+				// Stopped where it is: the service keeps the pods it has,
+				// old and new, and the error says so.
+				stop()
+				result = fmt.Errorf("rollout of service %s did not complete by the fault's end (give the fault a longer for): %w", r.fault.Service, <-done)
 			}
+			finished = true
+			stop()
 		}
 		// Done, or stopped where it was: nothing to undo either way.
 		if err := r.env.Journal.Record(podsEntry(OpRevert, r.fault.Name, r.fault.Service, 0, nil, nil, nil)); err != nil {
