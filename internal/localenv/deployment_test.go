@@ -201,3 +201,33 @@ func TestRolloutRefusesNoProgress(t *testing.T) {
 		t.Fatalf("Rollout with both bounds 0: %v", err)
 	}
 }
+
+// TestDeletePodPreStop: a deleted pod's endpoint turns terminating at
+// once, and its process gets SIGTERM only after the preStop sleep.
+func TestDeletePodPreStop(t *testing.T) {
+	t.Parallel()
+	h := startService(t, ServiceSpec{Name: "api", Replicas: 1, PreStop: 1500 * time.Millisecond, Grace: 5 * time.Second})
+	h.waitReady(1)
+	if _, err := h.svc.DeletePod("api-0", DeleteOptions{Reason: "test"}, "f"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if err := h.svc.WaitGone(ctx, "api-0"); err != nil {
+		t.Fatal(err)
+	}
+	killing := h.waitEvents("Killing", 1, func(e event.Event) bool { return e.Kind == event.K8sEvent && e.Reason == "Killing" && e.Pod == "api-0" })[0]
+	term := h.waitEvents("terminating endpoint", 1, func(e event.Event) bool {
+		return e.Kind == event.EndpointNotReady && e.Pod == "api-0" && strings.Contains(e.Detail, "terminating=true")
+	})[0]
+	deleted := h.waitEvents("PodDeleted", 1, isKind(event.PodDeleted, "api-0"))[0]
+	if d := term.At - killing.At; d > 500*time.Millisecond {
+		t.Errorf("the endpoint turned terminating %s after Killing, want at once", d)
+	}
+	if d := deleted.At - killing.At; d < 1500*time.Millisecond {
+		t.Errorf("the pod was gone %s after Killing, before its 1.5s preStop sleep ended", d)
+	}
+	if !strings.Contains(deleted.Detail, "exited with code 0") {
+		t.Errorf("PodDeleted detail %q: want the SIGTERM exit after the sleep (code 0)", deleted.Detail)
+	}
+}

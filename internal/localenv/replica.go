@@ -220,6 +220,11 @@ type ReplicaConfig struct {
 	// 0 means the Kubernetes default 30s; like the kubelet, no kill waits
 	// less than [MinGrace] (2s).
 	Grace time.Duration
+	// PreStop is the container's preStop sleep: when the runtime ends the
+	// container (a deleted pod, a failed liveness or startup probe) it
+	// sleeps this long, within the grace period, before SIGTERM; not when
+	// the replica is stopped ([Replica.Stop]). 0: none.
+	PreStop time.Duration
 	// Logs receives the process's stdout and stderr (nil: discarded, but
 	// the last lines are still kept in memory), and drill's own marker
 	// lines ("[drill] ... starting container ...").
@@ -480,7 +485,8 @@ type DeleteOptions struct {
 	// (a delete's gracePeriodSeconds); 0: the replica's own
 	// ([ReplicaConfig.Grace]). No kill waits less than [MinGrace].
 	Grace time.Duration
-	// PreStop is a preStop sleep run before SIGTERM, within Grace; 0: none.
+	// PreStop is a preStop sleep run before SIGTERM, within Grace; 0:
+	// the replica's own ([ReplicaConfig.PreStop]).
 	PreStop time.Duration
 	// Kill sends SIGKILL at once instead (no preStop, no grace): a pod
 	// whose processes die without warning.
@@ -898,7 +904,7 @@ func (r *Replica) await(inst *instance) (termination, bool) {
 			r.changedLocked()
 		}
 		r.mu.Unlock()
-		r.terminate(inst, k.grace, 0)
+		r.terminate(inst, k.grace, r.cfg.PreStop)
 		return k, r.stopping()
 	case <-r.stopCh:
 		r.mu.Lock()
@@ -916,7 +922,11 @@ func (r *Replica) await(inst *instance) (termination, bool) {
 			_ = killGroup(inst.pid, syscall.SIGKILL)
 			<-inst.exited
 		} else {
-			r.terminate(inst, del.grace(r.cfg.Grace), del.PreStop)
+			preStop := del.PreStop
+			if preStop == 0 {
+				preStop = r.cfg.PreStop
+			}
+			r.terminate(inst, del.grace(r.cfg.Grace), preStop)
 		}
 		return termination{reason: "deleted: " + del.Reason}, true
 	}

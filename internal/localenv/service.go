@@ -48,6 +48,9 @@ type ServiceSpec struct {
 	// Grace is terminationGracePeriodSeconds; 0 means 30s, and no kill
 	// waits less than [MinGrace] (2s), as in the kubelet.
 	Grace time.Duration
+	// PreStop is the containers' preStop sleep ([ReplicaConfig.PreStop]);
+	// 0: none.
+	PreStop time.Duration
 	// Listen is the local Service proxy's address; default 127.0.0.1:0.
 	Listen string
 	// Balancing is how the Service spreads traffic over ready replicas;
@@ -208,6 +211,9 @@ func validateSpec(spec *ServiceSpec) error {
 	if spec.Grace < 0 {
 		return fmt.Errorf("service %s: terminationGracePeriodSeconds must be >= 0, got %s", spec.Name, spec.Grace)
 	}
+	if spec.PreStop < 0 {
+		return fmt.Errorf("service %s: preStop sleep must be >= 0, got %s", spec.Name, spec.PreStop)
+	}
 	if spec.PortEnv == "" {
 		spec.PortEnv = scenario.DefaultPortEnv
 	}
@@ -347,7 +353,7 @@ func (s *Service) startPod(slot, gen int) (*pod, error) {
 	r, err := NewReplica(ReplicaConfig{
 		Service: spec.Name, Pod: name, Container: spec.Name,
 		Command: spec.Command, Env: replicaEnv(spec, ports[0], slot), Dir: spec.Dir, Port: ports[0], PortEnv: spec.PortEnv,
-		Probes: spec.Probes, Grace: spec.Grace, Logs: logs, Options: spec.Options,
+		Probes: spec.Probes, Grace: spec.Grace, PreStop: spec.PreStop, Logs: logs, Options: spec.Options,
 		Clock: s.clock, Sink: s.sink, Log: s.log, Placement: group,
 		OnChange: func(st ReplicaStatus) { s.onChange(slot, st) },
 	})
