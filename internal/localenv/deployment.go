@@ -178,6 +178,28 @@ func (s *Service) WaitGone(ctx context.Context, names ...string) error {
 	}
 }
 
+// adopt reconciles a rollout's books with pods deleted by someone else
+// meanwhile (a pod-kill): an old pod deleted counts as deleted; a slot
+// whose new pod was deleted, or that got a new pod that the rollout did
+// not start (a deleted old pod's replacement), takes the slot's live pod
+// started since the rollout began as its new pod, so the rollout neither
+// waits for a pod that is gone nor starts a second one in the slot.
+func adopt(pods []*pod, old, fresh map[int]*pod, deleted map[int]bool) {
+	for slot, p := range old {
+		if p != nil && !deleted[slot] && p.r.Status().Terminating {
+			deleted[slot] = true
+		}
+	}
+	for _, p := range pods {
+		if p.r.Status().Terminating || p == old[p.slot] {
+			continue
+		}
+		if f := fresh[p.slot]; f == nil || f.r.Status().Terminating && f != p {
+			fresh[p.slot] = p
+		}
+	}
+}
+
 // RolloutOptions say how [Service.Rollout] replaces every pod: the
 // strategy of a Deployment's RollingUpdate, in pods.
 type RolloutOptions struct {
@@ -231,6 +253,7 @@ func (s *Service) Rollout(ctx context.Context, o RolloutOptions) error {
 	}
 	for {
 		pods, ch := s.snapshot()
+		adopt(pods, old, fresh, deleted)
 		live, available := 0, 0
 		for _, p := range pods {
 			if st := p.r.Status(); !st.Terminating {

@@ -231,3 +231,34 @@ func TestDeletePodPreStop(t *testing.T) {
 		t.Errorf("PodDeleted detail %q: want the SIGTERM exit after the sleep (code 0)", deleted.Detail)
 	}
 }
+
+// TestRolloutAdoptsReplacements: a pod-kill of the rollout's first new
+// pod while the rollout runs; the rollout takes the replacement as the
+// slot's new pod and completes with one ready pod per slot and no old
+// pod left.
+func TestRolloutAdoptsReplacements(t *testing.T) {
+	t.Parallel()
+	h := startService(t, ServiceSpec{Name: "api", Replicas: 2,
+		Probes: scenario.Probes{ReadinessProbe: httpProbe("/ready", 1, 1, 2)}})
+	h.waitReady(2)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- h.svc.Rollout(ctx, RolloutOptions{MaxSurge: 1, Fault: "roll"}) }()
+	h.waitEvents("the first new pod", 1, isKind(event.PodCreated, "api-0-r1"))
+	if _, err := h.svc.DeletePod("api-0-r1", DeleteOptions{Kill: true, Reason: "kill"}, "kill"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Rollout: %v\nevents:\n%s", err, h.dump())
+	}
+	live := h.svc.LivePods()
+	if !slices.Equal(live, []string{"api-0-r2", "api-1-r1"}) {
+		t.Errorf("live pods %v, want api-0-r2 (the replacement) and api-1-r1; events:\n%s", live, h.dump())
+	}
+	for _, st := range h.svc.Status() {
+		if !st.Ready || st.Terminating {
+			t.Errorf("%s: ready=%t terminating=%t", st.Pod, st.Ready, st.Terminating)
+		}
+	}
+}
