@@ -54,7 +54,8 @@ func (r *rollout) Describe() string {
 // processes, then starts the rollout and returns at once; the rollout
 // goes on past ctx's end. The Revert waits for it to complete; when the
 // Revert's ctx ends first, it stops the rollout where it is (the pods
-// started stay, the old pods not yet deleted stay) and says so.
+// started stay, the old pods not yet deleted stay) and says so once: a
+// retry finds nothing to undo.
 func (r *rollout) Inject(ctx context.Context) (Revert, error) {
 	surge, unav := r.bounds()
 	if surge == 0 && unav == 0 {
@@ -75,8 +76,11 @@ func (r *rollout) Inject(ctx context.Context) (Revert, error) {
 	}()
 	r.env.logger().Info("fault on", "fault", r.fault.Name, "what", r.Describe(), "old pods", old)
 	var result error
-	finished := false
+	finished, reported := false, false
 	return func(ctx context.Context) error {
+		if reported {
+			return nil // said once; a stopped rollout leaves nothing to undo
+		}
 		if !finished {
 			select {
 			case result = <-done:
@@ -94,6 +98,7 @@ func (r *rollout) Inject(ctx context.Context) (Revert, error) {
 			return errors.Join(result, fmt.Errorf("journal end of rollout: %w", err))
 		}
 		if result != nil {
+			reported = true
 			return result
 		}
 		r.env.logger().Info("fault off", "fault", r.fault.Name, "what", r.Describe())
