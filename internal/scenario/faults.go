@@ -59,8 +59,9 @@ type Fault struct {
 	// Percent (pod-kill) is the share of the declared replicas that end,
 	// 1..100, rounded up to whole pods, chosen at random with Seed.
 	Percent *int `yaml:"percent,omitempty" json:"percent,omitempty"`
-	// Pods (pod-kill) names the pods that end, e.g. order-gateway-0
-	// (replica i of service s is s-i when the run starts).
+	// Pods (pod-kill) names the pods that end by replica: s-i is replica
+	// i of service s (or the pod that has replaced it since), e.g.
+	// order-gateway-0.
 	Pods []string `yaml:"pods,omitempty" json:"pods,omitempty"`
 	// Seed (pod-kill) seeds the random choice of pods; default: drawn
 	// when the run starts, and recorded with the fault's events.

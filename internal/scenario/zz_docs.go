@@ -143,7 +143,7 @@ var fieldDocs = map[string]string{
 	"Fault.maxUnavailable":                  "MaxUnavailable (rollout) is how many of the declared replicas may be unavailable, a count or a percentage rounded down; default 25%.",
 	"Fault.name":                            "Name is unique; it names the fault:<name> and recovery:<name> windows.",
 	"Fault.percent":                         "Percent (pod-kill) is the share of the declared replicas that end, 1..100, rounded up to whole pods, chosen at random with Seed.",
-	"Fault.pods":                            "Pods (pod-kill) names the pods that end, e.g. order-gateway-0 (replica i of service s is s-i when the run starts).",
+	"Fault.pods":                            "Pods (pod-kill) names the pods that end by replica: s-i is replica i of service s (or the pod that has replaced it since), e.g. order-gateway-0.",
 	"Fault.proxy":                           "Proxy names a proxy (toxics and down).",
 	"Fault.rateKBps":                        "Rate (bandwidth toxic) in KB/s (1 KB = 1000 bytes).",
 	"Fault.seed":                            "Seed (pod-kill) seeds the random choice of pods; default: drawn when the run starts, and recorded with the fault's events.",
