@@ -19,7 +19,6 @@ import (
 var bins testproc.Builds
 
 func TestMain(m *testing.M) {
-	testproc.HelperMain(podServerEnv, podServer)
 	code := m.Run()
 	bins.Remove()
 	os.Exit(code)
