@@ -48,27 +48,13 @@ func (c *Clock) Offset(t time.Time) time.Duration { return t.Sub(c.Start()) }
 // that crosses processes. Go's own monotonic readings (in time.Time) are
 // meaningful only inside the process that took them; a child process (a
 // stand-in of the platform) stamps its events with this instead, and the
-// run turns them into offsets with [Clock.FromMonotonic].
+// run compares them with its own readings.
 func Monotonic() int64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return 0 // Linux always has CLOCK_MONOTONIC; 0 marks a platform without
 	}
 	return ts.Nano()
-}
-
-// FromMonotonic turns a [Monotonic] reading taken by any process of this
-// machine into an offset on the clock. Go's runtime reads the same
-// CLOCK_MONOTONIC for time.Now's monotonic part (Linux), so the two are
-// related by reading both now: the error is the few hundred ns between
-// those two reads. A 0 reading (no CLOCK_MONOTONIC) gives Now.
-func (c *Clock) FromMonotonic(ns int64) time.Duration {
-	now := c.Now()
-	if ns == 0 {
-		return now
-	}
-	mono := Monotonic()
-	return now - time.Duration(mono-ns)
 }
 
 // Rezero moves t=0 to now and returns how far it moved. The run calls it

@@ -19,8 +19,9 @@
 //     line is a command ([Process.Send]).
 //   - child -> parent: the first line is {"ready": ...} or {"error": "..."};
 //     every later line is a [Message] stamped with the child's
-//     CLOCK_MONOTONIC reading ([event.Monotonic]), which the parent maps
-//     onto the run's clock with [event.Clock.FromMonotonic].
+//     CLOCK_MONOTONIC reading ([event.Monotonic]), which means the same
+//     in every process of the machine (Go's own monotonic readings do
+//     not).
 //
 // The child's stderr is its slog output (JSON), relayed to the parent's
 // logger. A child ends when its stdin reaches end of file: when the parent
@@ -100,11 +101,6 @@ type Config struct {
 	OnMessage func(Message)
 	// Executable is the binary to run; default os.Executable().
 	Executable string
-	// Env is added to the child's environment (KEY=VALUE).
-	Env []string
-	// Prepare, when set, is called with the command before it starts
-	// (placement: a cgroup to start in).
-	Prepare func(*exec.Cmd) error
 	// ReadyTimeout bounds the wait for the ready line; 0 means
 	// [DefaultReadyTimeout].
 	ReadyTimeout time.Duration
@@ -162,7 +158,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Args = []string{"drill-standin-" + string(cfg.Role)}
-	cmd.Env = append(append(os.Environ(), EnvRole+"="+string(cfg.Role)), cfg.Env...)
+	cmd.Env = append(os.Environ(), EnvRole+"="+string(cfg.Role))
 	// Its own process group: a terminal's ^C reaches drill, which then
 	// stops the stand-ins in order (faults reverted first).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -177,11 +173,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start stand-in %s: %w", name, err)
-	}
-	if cfg.Prepare != nil {
-		if err := cfg.Prepare(cmd); err != nil {
-			return nil, fmt.Errorf("start stand-in %s: %w", name, err)
-		}
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start stand-in %s: %w", name, err)
@@ -308,7 +299,9 @@ func (p *Process) relayLog(r io.Reader) {
 		}
 		level := slog.LevelInfo
 		_ = level.UnmarshalText([]byte(rec.Level))
-		p.log.Log(context.Background(), level, rec.Msg, "record", json.RawMessage(sc.Bytes()))
+		// As a string, so the run's redaction rules read it (a
+		// json.RawMessage would reach them as a list of byte values).
+		p.log.Log(context.Background(), level, rec.Msg, "record", line)
 	}
 }
 
