@@ -79,11 +79,14 @@ func (c *ctx) routingLag(f faultSpan, service string) []Finding {
 	backAll := tl.Back(f.off, c.end)
 	inAtOff := tl.InAt(f.off)
 	back := map[string]time.Duration{}
-	var never, early []string
+	gone := deletedPods(c.events, service)
+	var never, early, deleted []string
 	for pod, t := range left {
 		switch {
 		case inAtOff[pod] && t < f.off:
 			early = append(early, pod) // left and came back while the fault was on
+		case deletedAfter(gone, pod, t):
+			deleted = append(deleted, pod) // deleted for good: a new pod took its slot
 		default:
 			if b, ok := backAll[pod]; ok && b >= t {
 				back[pod] = b
@@ -94,6 +97,7 @@ func (c *ctx) routingLag(f faultSpan, service string) []Finding {
 	}
 	sort.Strings(never)
 	sort.Strings(early)
+	sort.Strings(deleted)
 	lf, ll, _ := routing.FirstLast(left)
 	fd := Finding{Kind: KindRoutingLag, Severity: Info, Service: service, Fault: f.name, Start: lf, End: c.end}
 	fd.Figures = []Figure{secFigure("left-first", lf-f.on), secFigure("left-last", ll-f.on),
@@ -114,6 +118,13 @@ func (c *ctx) routingLag(f faultSpan, service string) []Finding {
 	if len(early) > 0 {
 		fmt.Fprintf(&b, "; %s came back while it was still on (%s)", plural(len(early), "replica"), strings.Join(early, ", "))
 	}
+	if len(deleted) > 0 {
+		verb := "were"
+		if len(deleted) == 1 {
+			verb = "was"
+		}
+		fmt.Fprintf(&b, "; %s %s deleted and replaced by a new pod (%s)", plural(len(deleted), "replica"), verb, strings.Join(deleted, ", "))
+	}
 	if len(never) > 0 {
 		fd.Severity, fd.Rule = Warning, RuleNotReturned
 		fmt.Fprintf(&b, "; %s never came back before the run ended (%s)", plural(len(never), "replica"), strings.Join(never, ", "))
@@ -128,6 +139,25 @@ func (c *ctx) routingLag(f faultSpan, service string) []Finding {
 	}
 	fd.Text = b.String()
 	return []Finding{fd}
+}
+
+// deletedPods maps each pod of service that was deleted (a PodDeleted
+// event: a pod-kill, a rollout, a pod gone from the cluster) to when.
+// Such a pod does not come back: a new pod takes its place.
+func deletedPods(events []event.Event, service string) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, e := range events {
+		if e.Kind == event.PodDeleted && e.Service == service {
+			out[e.Pod] = e.At
+		}
+	}
+	return out
+}
+
+// deletedAfter reports whether pod was deleted at or after t.
+func deletedAfter(gone map[string]time.Duration, pod string, t time.Duration) bool {
+	at, ok := gone[pod]
+	return ok && at >= t
 }
 
 // unroutableAfterMargin: no ready replica for less than this after a fault

@@ -227,6 +227,13 @@ func TestSeverityRules(t *testing.T) {
 			r.route(25, "order-gateway-2", false)
 			return r
 		}, findings.KindRoutingLag, findings.Warning, findings.RuleNotReturned, "1 replica never came back before the run ended (order-gateway-2)"},
+		{"a replica deleted and replaced", func() *run {
+			r := newRun()
+			r.route(25, "order-gateway-2", false)
+			r.events = append(r.events, event.Event{At: sec(27), Kind: event.PodDeleted, Service: "order-gateway",
+				Pod: "order-gateway-2", Reason: "deleted: fault pg-pause (pod-kill)"})
+			return r
+		}, findings.KindRoutingLag, findings.Info, "", "1 replica was deleted and replaced by a new pod (order-gateway-2)"},
 		{"a claim the run contradicts", func() *run {
 			r := ordersShape()
 			r.sc.Claims = []scenario.Claim{{Name: "unready-at-35s", Source: "tutorial", Service: "order-gateway", Fault: "pg-pause",

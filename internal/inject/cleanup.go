@@ -165,6 +165,9 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (detail string
 	if e.Kind == KindStandIn {
 		return undoStandIn(ctx, e)
 	}
+	if e.Kind == KindLocalPods {
+		return undoLocalPods(ctx, e)
+	}
 	gone, err = undoFault(ctx, opts, e)
 	return "", gone, err
 }

@@ -19,6 +19,7 @@ import (
 var bins testproc.Builds
 
 func TestMain(m *testing.M) {
+	testproc.HelperMain(podServerEnv, podServer)
 	code := m.Run()
 	bins.Remove()
 	os.Exit(code)

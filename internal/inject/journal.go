@@ -76,6 +76,14 @@ type Entry struct {
 	Dir string `json:"dir,omitempty"`
 	// Cgroup is the absolute path of the run's cgroup (cgroup kind).
 	Cgroup string `json:"cgroup,omitempty"`
+	// Service is the local service whose pods a pod-kill or rollout ended
+	// (KindLocalPods); Replicas its declared replica count; Pods the pods
+	// ended (the pod-kill's choice, or a rollout's old pods); Seed the
+	// seed of a random choice.
+	Service  string   `json:"service,omitempty"`
+	Replicas int      `json:"replicas,omitempty"`
+	Pods     []string `json:"pods,omitempty"`
+	Seed     *int64   `json:"seed,omitempty"`
 }
 
 // Journal is an append-only JSON-lines file per run, synced to disk after

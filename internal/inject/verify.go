@@ -30,6 +30,10 @@ type Leftover struct {
 	Detail string `json:"detail,omitempty"`
 	// Cgroup is a run's cgroup not yet removed.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Service is the local service of a pod-kill or rollout fault
+	// (KindLocalPods), Fault the fault.
+	Service string `json:"service,omitempty"`
+	Fault   string `json:"fault,omitempty"`
 }
 
 // String describes the leftover in one line.
@@ -53,6 +57,12 @@ func (l Leftover) String() string {
 		return s
 	case KindCgroup:
 		return "cgroup " + l.Cgroup
+	case KindLocalPods:
+		s := fmt.Sprintf("pods of local service %s ended by fault %s", l.Service, l.Fault)
+		if l.Detail != "" {
+			s += ": " + l.Detail
+		}
+		return s
 	case KindStandIn:
 		s := "stand-in process " + l.Dependency
 		if l.Detail != "" {
@@ -129,7 +139,8 @@ func VerifyRun(ctx context.Context, tp Toxiproxy, runID string, j *Journal) ([]L
 
 func leftoverOf(e Entry) Leftover {
 	return Leftover{RunID: e.Run, Kind: e.Kind, Toxiproxy: e.Toxiproxy, Proxy: e.Proxy, Toxic: e.Toxic,
-		PGID: e.PGID, Container: e.Container, Dependency: e.Dependency, Dir: e.Dir, Cgroup: e.Cgroup}
+		PGID: e.PGID, Container: e.Container, Dependency: e.Dependency, Dir: e.Dir, Cgroup: e.Cgroup,
+		Service: e.Service, Fault: e.Fault}
 }
 
 func toxicsWithPrefix(ctx context.Context, tp Toxiproxy, prefix string) ([]Leftover, error) {

@@ -21,14 +21,22 @@
 //     [ServiceSpec.PortEnv] and [ServiceSpec.PortFormat] name) and i in
 //     $REPLICA_INDEX; a replica whose probes are refused while it listens
 //     on other ports is named in a PortMismatch note event.
+//   - A Service replays the controllers that replace pods: [Service.DeletePod]
+//     deletes a pod as the API server does (a terminating endpoint, the
+//     preStop sleep, SIGTERM and SIGKILL after the grace, or SIGKILL at
+//     once) and starts its replacement in the same slot, as a ReplicaSet
+//     does; [Service.Rollout] restarts every pod as a Deployment's rolling
+//     update does (maxSurge, maxUnavailable, readiness-gated).
 //   - [RunSetup] runs a service's one-shot setup step before its replicas.
 //
 // Every event goes to an [event.Sink] with a time on the run's
 // [event.Clock], using the same kinds the Kubernetes observer produces:
 // ProbeResult, PodStarted, PodReady, PodUnready, ContainerRestart,
-// EndpointReady, EndpointNotReady, EndpointRemoved, and K8sEvent for the
-// kubelet's Killing, BackOff (CrashLoopBackOff) and Failed (a container
-// that could not be started) events.
+// EndpointReady, EndpointNotReady, EndpointRemoved, PodCreated and
+// PodDeleted (a replaced pod), K8sEvent for the kubelet's Killing, BackOff
+// (CrashLoopBackOff) and Failed (a container that could not be started)
+// events and the Deployment controller's ScalingReplicaSet (a rollout
+// step), and a RolloutComplete Note.
 //
 // Every process the package starts, it reaps, on every exit path.
 // Processes are started from one OS thread locked for the life of the

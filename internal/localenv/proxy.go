@@ -66,7 +66,10 @@ type endpoint struct {
 	addr  string
 	order int
 	ready bool
-	rp    *httputil.ReverseProxy
+	// terminating: the pod is being deleted (never ready again); serving
+	// is its readiness meanwhile (EndpointSlice conditions.serving).
+	terminating, serving bool
+	rp                   *httputil.ReverseProxy
 }
 
 // NewProxy listens on addr (host:port; "" means 127.0.0.1:0) and serves
@@ -422,8 +425,8 @@ func (p *Proxy) SetEndpoint(pod, addr string, order int, ready bool) {
 			return // a new, unready endpoint: nothing routed, nothing changed
 		}
 	}
-	if e.ready == ready && ok {
-		return
+	if e.ready == ready && ok || e.terminating {
+		return // a terminating endpoint is never ready again
 	}
 	e.ready = ready
 	p.publishLocked()
@@ -433,6 +436,36 @@ func (p *Proxy) SetEndpoint(pod, addr string, order int, ready bool) {
 		kind, detail = event.EndpointReady, "ready=true serving=true terminating=false"
 	}
 	p.emitLocked(kind, e, detail)
+}
+
+// SetEndpointTerminating marks the endpoint of pod at addr as a
+// terminating one, as the EndpointSlice controller does for a pod being
+// deleted: conditions ready=false, serving (the pod's readiness, which
+// its probes keep updating) and terminating=true. It gets no new request
+// from then on; requests in flight on it, and per connection the
+// connections relayed to it, finish or fail by the replica's own doing.
+// Every change of serving emits EndpointNotReady with the three
+// conditions in Detail. After Close it does nothing.
+func (p *Proxy) SetEndpointTerminating(pod, addr string, order int, serving bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	e, ok := p.eps[pod]
+	if !ok || e.addr != addr {
+		e = &endpoint{pod: pod, addr: addr, order: order, rp: p.newReverseProxy(pod, addr)}
+		p.eps[pod] = e
+	}
+	if ok && e.terminating && e.serving == serving {
+		return
+	}
+	wasReady := e.ready
+	e.ready, e.terminating, e.serving = false, true, serving
+	if wasReady {
+		p.publishLocked()
+	}
+	p.emitLocked(event.EndpointNotReady, e, fmt.Sprintf("ready=false serving=%t terminating=true", serving))
 }
 
 // RemoveEndpoint forgets the endpoint of pod: it gets no more requests

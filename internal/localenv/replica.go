@@ -115,6 +115,11 @@ type ReplicaStatus struct {
 	// LastTerminated describes how the previous instance ended, as the
 	// kubelet's lastState.terminated (nil if none has ended yet).
 	LastTerminated *Termination `json:"lastTerminated,omitempty"`
+	// Terminating says the pod is being deleted ([Replica.Delete]): its
+	// endpoint leaves the Service as a terminating one (ready=false,
+	// serving while its readiness holds, terminating=true) and it is not
+	// restarted. It stays true once the pod is gone.
+	Terminating bool `json:"terminating,omitempty"`
 	// WrongPort says that the replica's probes are refused on its port
 	// while its processes listen on other TCP ports, e.g. "replica app-0
 	// listens on 127.0.0.1:8080, not on its port 127.0.0.1:41234 given in
@@ -215,6 +220,11 @@ type ReplicaConfig struct {
 	// 0 means the Kubernetes default 30s; like the kubelet, no kill waits
 	// less than [MinGrace] (2s).
 	Grace time.Duration
+	// PreStop is the container's preStop sleep: when the runtime ends the
+	// container (a deleted pod, a failed liveness or startup probe) it
+	// sleeps this long, within the grace period, before SIGTERM; not when
+	// the replica is stopped ([Replica.Stop]). 0: none.
+	PreStop time.Duration
 	// Logs receives the process's stdout and stderr (nil: discarded, but
 	// the last lines are still kept in memory), and drill's own marker
 	// lines ("[drill] ... starting container ...").
@@ -282,6 +292,7 @@ type Replica struct {
 	done      chan struct{} // closed when every process is reaped
 
 	mu         sync.Mutex
+	del        *DeleteOptions // set once by Delete, before stopCh closes
 	st         ReplicaStatus
 	cur        *instance
 	thr        [3]thresholds
@@ -466,6 +477,60 @@ func (r *Replica) Stop(ctx context.Context) error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("stop pod %s: processes not reaped 10s after SIGKILL: %w", r.cfg.Pod, ctx.Err())
 	}
+}
+
+// DeleteOptions say how [Replica.Delete] ends a pod.
+type DeleteOptions struct {
+	// Grace is the SIGTERM to SIGKILL grace, the preStop sleep included
+	// (a delete's gracePeriodSeconds); 0: the replica's own
+	// ([ReplicaConfig.Grace]). No kill waits less than [MinGrace].
+	Grace time.Duration
+	// PreStop is a preStop sleep run before SIGTERM, within Grace; 0:
+	// the replica's own ([ReplicaConfig.PreStop]).
+	PreStop time.Duration
+	// Kill sends SIGKILL at once instead (no preStop, no grace): a pod
+	// whose processes die without warning.
+	Kill bool
+	// Reason says who deleted the pod, e.g. "fault kill-one"; it goes into
+	// the Killing event and the pod's last termination.
+	Reason string
+	// Fault names the fault that deleted the pod on the Killing event
+	// ("" for none).
+	Fault string
+}
+
+func (o *DeleteOptions) grace(def time.Duration) time.Duration {
+	if o.Grace > 0 {
+		return o.Grace
+	}
+	return def
+}
+
+// Delete ends the pod for good as the kubelet ends a deleted pod: the
+// status turns Terminating at once (its Service takes the endpoint out as
+// a terminating one), a Killing event is emitted, the probes go on until
+// the process is gone, and the process gets the preStop sleep, SIGTERM
+// and SIGKILL after the grace period (or SIGKILL at once with o.Kill). It
+// is not restarted. Delete returns at once; [Replica.Done] closes once the
+// process has been reaped. A pod already deleted or stopped is left
+// alone.
+func (r *Replica) Delete(o DeleteOptions) {
+	r.mu.Lock()
+	if r.del != nil || r.stopping() {
+		r.mu.Unlock()
+		return
+	}
+	r.del = &o
+	r.st.Terminating = true
+	r.st.State, r.st.Reason = StateTerminating, o.Reason
+	how := fmt.Sprintf("Stopping container %s", r.cfg.Container)
+	if o.Kill {
+		how += " (SIGKILL)"
+	}
+	r.emitLocked(event.Event{Kind: event.K8sEvent, Reason: "Killing", Fault: o.Fault, Detail: how + ": " + o.Reason})
+	r.changedLocked()
+	r.mu.Unlock()
+	r.stopOnce.Do(func() { close(r.stopCh) })
 }
 
 // Done is closed once the replica has stopped for good and every process
@@ -839,15 +904,31 @@ func (r *Replica) await(inst *instance) (termination, bool) {
 			r.changedLocked()
 		}
 		r.mu.Unlock()
-		r.terminate(inst, k.grace)
+		r.terminate(inst, k.grace, r.cfg.PreStop)
 		return k, r.stopping()
 	case <-r.stopCh:
 		r.mu.Lock()
-		r.st.State, r.st.Reason = StateTerminating, "stopping"
-		r.changedLocked()
+		del := r.del
+		if del == nil {
+			r.st.State, r.st.Reason = StateTerminating, "stopping"
+			r.changedLocked()
+		}
 		r.mu.Unlock()
-		r.terminate(inst, r.cfg.Grace)
-		return termination{reason: "stopped by drill"}, true
+		if del == nil {
+			r.terminate(inst, r.cfg.Grace, 0)
+			return termination{reason: "stopped by drill"}, true
+		}
+		if del.Kill {
+			_ = killGroup(inst.pid, syscall.SIGKILL)
+			<-inst.exited
+		} else {
+			preStop := del.PreStop
+			if preStop == 0 {
+				preStop = r.cfg.PreStop
+			}
+			r.terminate(inst, del.grace(r.cfg.Grace), preStop)
+		}
+		return termination{reason: "deleted: " + del.Reason}, true
 	}
 }
 
@@ -860,15 +941,30 @@ func (r *Replica) stopping() bool {
 	}
 }
 
-// terminate sends SIGTERM to the process group, then SIGKILL after grace
-// (or at once on force), and waits until the process is reaped.
-func (r *Replica) terminate(inst *instance, grace time.Duration) {
+// terminate runs the preStop sleep (within grace), then sends SIGTERM to
+// the process group, then SIGKILL once grace is over (at least [MinGrace]
+// after SIGTERM, as the kubelet grants after a preStop hook) or at once on
+// force, and waits until the process is reaped.
+func (r *Replica) terminate(inst *instance, grace, preStop time.Duration) {
 	select {
 	case <-inst.exited:
 		return
 	default:
 	}
 	grace = max(grace, MinGrace)
+	if preStop > 0 {
+		slept := min(preStop, grace)
+		t := r.opt.clk.NewTimer(slept)
+		select {
+		case <-inst.exited:
+			t.Stop()
+			return
+		case <-t.C():
+		case <-r.force:
+		}
+		t.Stop()
+		grace = max(grace-slept, MinGrace)
+	}
 	{
 		_ = killGroup(inst.pid, syscall.SIGTERM)
 		t := r.opt.clk.NewTimer(grace)

@@ -48,6 +48,9 @@ type ServiceSpec struct {
 	// Grace is terminationGracePeriodSeconds; 0 means 30s, and no kill
 	// waits less than [MinGrace] (2s), as in the kubelet.
 	Grace time.Duration
+	// PreStop is the containers' preStop sleep ([ReplicaConfig.PreStop]);
+	// 0: none.
+	PreStop time.Duration
 	// Listen is the local Service proxy's address; default 127.0.0.1:0.
 	Listen string
 	// Balancing is how the Service spreads traffic over ready replicas;
@@ -99,13 +102,26 @@ type Service struct {
 	// listener serves other clients when it is not proxy (nil: proxy
 	// listens itself).
 	listener Listener
-	replicas []*Replica
-	files    []*os.File
-	// logs hold the unfinished last line of each redacted pod log.
-	logs   []*redact.LineWriter
-	tmpDir string
+	tmpDir   string
+	// ctx is Start's: the life of every replica, replacements included.
+	ctx   context.Context
+	clock *event.Clock
+	sink  event.Sink
+	opt   Options
+	// addMu serialises the start of replicas after Start (replacements,
+	// a rollout's surge), so that slot generations are unique.
+	addMu sync.Mutex
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pods are every replica of the service, in slot order, those being
+	// deleted included until their processes are reaped.
+	pods []*pod
+	// gens is the last generation started in each slot after Start.
+	gens  map[int]int
+	files []*os.File
+	// logs hold the unfinished last line of each redacted pod log.
+	logs    []*redact.LineWriter
+	closing bool          // Stop began: no replica starts any more
 	changed chan struct{} // closed and replaced on every replica change
 
 	stopOnce sync.Once
@@ -158,41 +174,11 @@ func Start(ctx context.Context, clock *event.Clock, sink event.Sink, spec Servic
 	} else if s.proxy, err = NewProxy(spec.Name, spec.Listen, spec.Balancing, clock, sink, opt.Source, log); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(spec.Replicas)
-	if err != nil {
-		return nil, fmt.Errorf("find ports for service %s: %w", spec.Name, err)
-	}
+	s.ctx, s.clock, s.sink, s.opt = ctx, clock, sink, opt
 	for i := range spec.Replicas {
-		pod := spec.Name + "-" + strconv.Itoa(i)
-		f, err := os.OpenFile(filepath.Join(s.spec.LogDir, pod+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("open log of pod %s: %w", pod, err)
+		if _, err := s.startPod(i, 0); err != nil {
+			return nil, err
 		}
-		s.files = append(s.files, f)
-		var logs io.Writer = f
-		if spec.Redact != nil {
-			lw := redact.NewLineWriter(f, spec.Redact)
-			s.logs = append(s.logs, lw)
-			logs = lw
-		}
-		group, err := spec.Placement.Replica(spec.Name, pod)
-		if err != nil {
-			return nil, fmt.Errorf("place pod %s: %w", pod, err)
-		}
-		r, err := NewReplica(ReplicaConfig{
-			Service: spec.Name, Pod: pod, Container: spec.Name,
-			Command: spec.Command, Env: replicaEnv(spec, ports[i], i), Dir: spec.Dir, Port: ports[i], PortEnv: spec.PortEnv,
-			Probes: spec.Probes, Grace: spec.Grace, Logs: logs, Options: spec.Options,
-			Clock: clock, Sink: sink, Log: log, Placement: group,
-			OnChange: func(st ReplicaStatus) { s.onChange(i, st) },
-		})
-		if err != nil {
-			return nil, fmt.Errorf("configure service %s: %w", spec.Name, err)
-		}
-		if err := r.Start(ctx); err != nil {
-			return nil, fmt.Errorf("start service %s: %w", spec.Name, err)
-		}
-		s.replicas = append(s.replicas, r)
 	}
 	go func() {
 		select {
@@ -224,6 +210,9 @@ func validateSpec(spec *ServiceSpec) error {
 	}
 	if spec.Grace < 0 {
 		return fmt.Errorf("service %s: terminationGracePeriodSeconds must be >= 0, got %s", spec.Name, spec.Grace)
+	}
+	if spec.PreStop < 0 {
+		return fmt.Errorf("service %s: preStop sleep must be >= 0, got %s", spec.Name, spec.PreStop)
 	}
 	if spec.PortEnv == "" {
 		spec.PortEnv = scenario.DefaultPortEnv
@@ -307,15 +296,118 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func (s *Service) onChange(i int, st ReplicaStatus) {
-	s.proxy.SetEndpoint(st.Pod, st.Address(), i, st.Ready)
-	if s.listener != nil {
-		s.listener.SetEndpoint(st.Pod, st.Address(), i, st.Ready)
+// pod is one replica of the Service in its slot: slot i is the place of
+// replica i of the declared count (its $REPLICA_INDEX and its place in the
+// round-robin); gen counts the pods that took the slot, 0 for the first.
+type pod struct {
+	r    *Replica
+	slot int
+	gen  int
+}
+
+// PodName is the name of the pod of service in slot at generation gen:
+// <service>-<slot> for the first, <service>-<slot>-r<gen> for each pod
+// that replaced it (a deleted pod's replacement, a rollout's new pod), so
+// that events name each process's pod apart.
+func PodName(service string, slot, gen int) string {
+	if gen == 0 {
+		return service + "-" + strconv.Itoa(slot)
+	}
+	return fmt.Sprintf("%s-%d-r%d", service, slot, gen)
+}
+
+// startPod starts a pod in slot at generation gen, on a port of its own,
+// and adds it to the Service. It must not be called with s.mu held.
+func (s *Service) startPod(slot, gen int) (*pod, error) {
+	spec := s.spec
+	name := PodName(spec.Name, slot, gen)
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, fmt.Errorf("find a port for pod %s: %w", name, err)
+	}
+	f, err := os.OpenFile(filepath.Join(spec.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open log of pod %s: %w", name, err)
+	}
+	var logs io.Writer = f
+	var lw *redact.LineWriter
+	if spec.Redact != nil {
+		lw = redact.NewLineWriter(f, spec.Redact)
+		logs = lw
 	}
 	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		_ = f.Close()
+		return nil, fmt.Errorf("start pod %s: service %s is stopping", name, spec.Name)
+	}
+	s.files = append(s.files, f)
+	if lw != nil {
+		s.logs = append(s.logs, lw)
+	}
+	s.mu.Unlock()
+	group, err := spec.Placement.Replica(spec.Name, name)
+	if err != nil {
+		return nil, fmt.Errorf("place pod %s: %w", name, err)
+	}
+	r, err := NewReplica(ReplicaConfig{
+		Service: spec.Name, Pod: name, Container: spec.Name,
+		Command: spec.Command, Env: replicaEnv(spec, ports[0], slot), Dir: spec.Dir, Port: ports[0], PortEnv: spec.PortEnv,
+		Probes: spec.Probes, Grace: spec.Grace, PreStop: spec.PreStop, Logs: logs, Options: spec.Options,
+		Clock: s.clock, Sink: s.sink, Log: s.log, Placement: group,
+		OnChange: func(st ReplicaStatus) { s.onChange(slot, st) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("configure service %s: %w", spec.Name, err)
+	}
+	if err := r.Start(s.ctx); err != nil {
+		return nil, fmt.Errorf("start service %s: %w", spec.Name, err)
+	}
+	p := &pod{r: r, slot: slot, gen: gen}
+	s.mu.Lock()
+	closing := s.closing
+	if !closing {
+		s.pods = append(s.pods, p)
+		sort.SliceStable(s.pods, func(i, j int) bool { return s.pods[i].slot < s.pods[j].slot })
+	}
+	s.mu.Unlock()
+	if closing {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.Stop(sctx)
+		return nil, fmt.Errorf("start pod %s: service %s is stopping", name, spec.Name)
+	}
+	return p, nil
+}
+
+func (s *Service) onChange(i int, st ReplicaStatus) {
+	if st.Terminating {
+		s.proxy.SetEndpointTerminating(st.Pod, st.Address(), i, st.Ready)
+		if s.listener != nil {
+			s.listener.SetEndpoint(st.Pod, st.Address(), i, false)
+		}
+	} else {
+		s.proxy.SetEndpoint(st.Pod, st.Address(), i, st.Ready)
+		if s.listener != nil {
+			s.listener.SetEndpoint(st.Pod, st.Address(), i, st.Ready)
+		}
+	}
+	s.mu.Lock()
+	s.changedLocked()
+	s.mu.Unlock()
+}
+
+// changedLocked wakes whoever waits for a change of the Service's pods.
+func (s *Service) changedLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
-	s.mu.Unlock()
+}
+
+// snapshot returns the pods and the channel closed on their next change.
+func (s *Service) snapshot() ([]*pod, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*pod(nil), s.pods...), s.changed
 }
 
 // Done is closed once the service has stopped (Stop returned, or ctx of
@@ -356,20 +448,30 @@ func (s *Service) Name() string { return s.spec.Name }
 func (s *Service) LogDir() string { return s.spec.LogDir }
 
 // Status returns every replica's status, in pod order.
+// Pods being deleted are listed until their processes are reaped
+// ([ReplicaStatus.Terminating]); after a deleted pod's replacement or a
+// rollout there may be more entries than declared replicas.
 func (s *Service) Status() []ReplicaStatus {
-	out := make([]ReplicaStatus, len(s.replicas))
-	for i, r := range s.replicas {
-		out[i] = r.Status()
+	pods, _ := s.snapshot()
+	out := make([]ReplicaStatus, len(pods))
+	for i, p := range pods {
+		out[i] = p.r.Status()
 	}
 	return out
 }
 
+// Declared is the number of replicas the service was started with
+// ([ServiceSpec.Replicas]): the count it keeps, as a ReplicaSet does,
+// through deleted pods and rollouts.
+func (s *Service) Declared() int { return s.spec.Replicas }
+
 // Logs returns the last log lines kept in memory for pod (nil if there is
 // no such pod).
 func (s *Service) Logs(pod string) []string {
-	for _, r := range s.replicas {
-		if r.Pod() == pod {
-			return r.Logs()
+	pods, _ := s.snapshot()
+	for _, p := range pods {
+		if p.r.Pod() == pod {
+			return p.r.Logs()
 		}
 	}
 	return nil
@@ -381,13 +483,11 @@ func (s *Service) Logs(pod string) []string {
 // ports (the error wraps [ErrListensElsewhere] and says where), the error
 // names each replica's state and its last log lines.
 func (s *Service) WaitReady(ctx context.Context, n int) error {
-	if n > len(s.replicas) {
-		return fmt.Errorf("wait for %d ready replicas of service %s: it has only %d", n, s.spec.Name, len(s.replicas))
+	if n > s.spec.Replicas {
+		return fmt.Errorf("wait for %d ready replicas of service %s: it has only %d", n, s.spec.Name, s.spec.Replicas)
 	}
 	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
+		_, ch := s.snapshot()
 		st := s.Status()
 		ready := 0
 		var wrong error
@@ -420,7 +520,9 @@ func (s *Service) WaitReady(ctx context.Context, n int) error {
 
 func (s *Service) notReady(want, ready int, cause error) error {
 	var b strings.Builder
-	for _, r := range s.replicas {
+	pods, _ := s.snapshot()
+	for _, p := range pods {
+		r := p.r
 		st := r.Status()
 		fmt.Fprintf(&b, "\n  %s: %s", st.Pod, st.State)
 		if st.Reason != "" {
@@ -444,7 +546,7 @@ func (s *Service) notReady(want, ready int, cause error) error {
 			fmt.Fprintf(&b, "\n    | %s", l)
 		}
 	}
-	return fmt.Errorf("wait for service %s: %d of %d replicas ready, want %d: %w%s", s.spec.Name, ready, len(s.replicas), want, cause, b.String())
+	return fmt.Errorf("wait for service %s: %d of %d replicas ready, want %d: %w%s", s.spec.Name, ready, len(pods), want, cause, b.String())
 }
 
 // Stop stops routing (EndpointRemoved for every replica), closes the proxy,
@@ -470,10 +572,17 @@ func (s *Service) Stop(ctx context.Context) error {
 			}
 			cancel()
 		}
+		// No pod starts from here on; a start under way stops its own.
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		s.addMu.Lock() // wait for a start under way to finish
+		s.addMu.Unlock()
+		pods, _ := s.snapshot()
 		var wg sync.WaitGroup
-		rerrs := make([]error, len(s.replicas))
-		for i, r := range s.replicas {
-			wg.Go(func() { rerrs[i] = r.Stop(ctx) })
+		rerrs := make([]error, len(pods))
+		for i, p := range pods {
+			wg.Go(func() { rerrs[i] = p.r.Stop(ctx) })
 		}
 		wg.Wait()
 		errs = append(errs, rerrs...)

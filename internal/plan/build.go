@@ -141,6 +141,9 @@ func describeFault(f scenario.Fault) string {
 	if f.Dependency != "" {
 		parts = append(parts, "on dependency "+f.Dependency)
 	}
+	if f.Service != "" {
+		parts = append(parts, "on service "+f.Service)
+	}
 	return strings.Join(parts, " ") + fmt.Sprintf(" for %s", f.For.D())
 }
 

@@ -135,6 +135,7 @@ func TestPrintBringUpGolden(t *testing.T) {
 		{"internal/plan/testdata/scenarios/bringup.yaml", "bringup.txt"},
 		{"scenarios/k8s/orders-db-brownout.yaml", "k8s-orders-db-brownout.txt"},
 		{"testdata/scenarios/drills/compose-adr-0077-overload.yaml", "compose-adr-0077-overload.txt"},
+		{"testdata/scenarios/valid/platform-faults.yaml", "platform-faults.txt"},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			t.Parallel()

@@ -437,6 +437,7 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		Replicas: replicas,
 		Probes:   probes,
 		Grace:    grace,
+		PreStop:  time.Duration(s.PreStopSleep()) * time.Second,
 		Listen:   s.Listen,
 		LogDir:   logDir,
 		Redact:   r.redactor,

@@ -46,12 +46,17 @@ type timeline struct {
 
 func (r *run) newTimeline() (*timeline, error) {
 	procs, ctrs := r.processTargets()
+	pods := make(map[string]inject.PodSet, len(r.env.services))
+	for name, svc := range r.env.services {
+		pods[name] = svc
+	}
 	ienv := &inject.Env{
 		Toxiproxy:  r.env.toxiproxy,
 		RunID:      r.id,
 		Journal:    r.journal,
 		Processes:  procs,
 		Containers: ctrs,
+		Services:   pods,
 		Log:        r.log.With("component", "inject"),
 	}
 	tl := &timeline{r: r}

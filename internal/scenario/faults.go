@@ -17,6 +17,9 @@ type Fault struct {
 	Proxy string `yaml:"proxy,omitempty" json:"proxy,omitempty"`
 	// Dependency names a local dependency (process-pause, container-pause).
 	Dependency string `yaml:"dependency,omitempty" json:"dependency,omitempty"`
+	// Service names a service of services[] whose pods the fault ends
+	// (pod-kill, rollout).
+	Service string `yaml:"service,omitempty" json:"service,omitempty"`
 	// Stream is upstream (client->server bytes), downstream (default), or both.
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
 	// Toxicity is the probability 0..1 that a connection is affected; default 1.
@@ -50,6 +53,29 @@ type Fault struct {
 	SizeVariation *ByteSize `yaml:"sizeVariation,omitempty" json:"sizeVariation,omitempty"`
 	// Bytes (limit_data) per connection per direction.
 	Bytes *ByteSize `yaml:"bytes,omitempty" json:"bytes,omitempty"`
+	// Count (pod-kill) is how many of the service's pods end, chosen at
+	// random with Seed; default 1 when neither percent nor pods is set.
+	Count *int `yaml:"count,omitempty" json:"count,omitempty"`
+	// Percent (pod-kill) is the share of the declared replicas that end,
+	// 1..100, rounded up to whole pods, chosen at random with Seed.
+	Percent *int `yaml:"percent,omitempty" json:"percent,omitempty"`
+	// Pods (pod-kill) names the pods that end by replica: s-i is replica
+	// i of service s (or the pod that has replaced it since), e.g.
+	// order-gateway-0.
+	Pods []string `yaml:"pods,omitempty" json:"pods,omitempty"`
+	// Seed (pod-kill) seeds the random choice of pods; default: drawn
+	// when the run starts, and recorded with the fault's events.
+	Seed *int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// Signal (pod-kill) is how the pods end: SIGTERM with the grace
+	// period, as the kubelet ends a deleted pod, or SIGKILL at once;
+	// default SIGTERM.
+	Signal string `yaml:"signal,omitempty" json:"signal,omitempty"`
+	// MaxSurge (rollout) is how many pods may run above the declared
+	// replicas, a count or a percentage rounded up; default 25%.
+	MaxSurge *IntOrPercent `yaml:"maxSurge,omitempty" json:"maxSurge,omitempty"`
+	// MaxUnavailable (rollout) is how many of the declared replicas may be
+	// unavailable, a count or a percentage rounded down; default 25%.
+	MaxUnavailable *IntOrPercent `yaml:"maxUnavailable,omitempty" json:"maxUnavailable,omitempty"`
 }
 
 // Known values of enumerated fields, sorted; used in hints and the schema.
@@ -72,6 +98,10 @@ func (v *validator) faults() {
 	for i := range s.Dependencies {
 		deps[s.Dependencies[i].Name] = &s.Dependencies[i]
 	}
+	svcs := map[string]bool{}
+	for _, sv := range s.Services {
+		svcs[sv.Name] = true
+	}
 	t := s.Timeline
 	for i := range s.Faults {
 		f := &s.Faults[i]
@@ -91,17 +121,25 @@ func (v *validator) faults() {
 		// What checkFault cannot see: whether the target exists (a missing
 		// one was reported), the kind's rules about it, the environment.
 		target, exists := f.Proxy, proxies[f.Proxy]
-		if sp.Target == TargetDependency {
+		switch sp.Target {
+		case TargetDependency:
 			target, exists = f.Dependency, deps[f.Dependency] != nil || v.composeTarget(f)
+		case TargetService:
+			target, exists = f.Service, svcs[f.Service]
 		}
 		switch {
 		case target == "":
 		case !exists && sp.Target == TargetProxy:
 			v.errorf(p+".proxy", "no proxy named %q%s", f.Proxy, knownNames(mapKeys(proxies)))
+		case !exists && sp.Target == TargetService:
+			v.errorf(p+".service", "no service named %q%s", f.Service, knownNames(mapKeys(svcs)))
 		case !exists:
 			v.errorf(p+".dependency", "no dependency named %q%s", f.Dependency, knownNames(depNames(s)))
 		case sp.CheckTarget != nil:
 			sp.CheckTarget(s, f, report)
+		}
+		if sp.Target == TargetService && s.Environment.Type != EnvLocal {
+			v.errorf(p+".type", "%s faults act on the pods of the local runtime in this version; use a local environment", f.Type)
 		}
 		if sp.Target == TargetDependency && s.Environment.Type == EnvKubernetes {
 			v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)

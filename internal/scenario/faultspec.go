@@ -20,6 +20,9 @@ const (
 	// TargetDependency: the fault acts on the local dependency named by
 	// [Fault.Dependency].
 	TargetDependency FaultTarget = "dependency"
+	// TargetService: the fault acts on the pods of the service named by
+	// [Fault.Service].
+	TargetService FaultTarget = "service"
 )
 
 // FaultAttr is one kind-specific key a fault kind takes: latency, jitter,
@@ -95,6 +98,8 @@ var faultSpecs = []*FaultSpec{
 	&downSpec,
 	&processPauseSpec,
 	&containerPauseSpec,
+	&podKillSpec,
+	&rolloutSpec,
 }
 
 // FaultTypes are the fault kinds of [FaultSpecs], sorted; used in hints
@@ -173,6 +178,44 @@ var faultAttrDefs = []faultAttrDef{
 		return ""
 	}),
 	sizeAttr("bytes", func(f *Fault) *ByteSize { return f.Bytes }),
+	withValid(intAttr("count", func(f *Fault) *int { return f.Count }), func(f *Fault) string {
+		if f.Count != nil && *f.Count < 1 {
+			return fmt.Sprintf("count must be at least 1, got %d", *f.Count)
+		}
+		return ""
+	}),
+	withValid(intAttr("percent", func(f *Fault) *int { return f.Percent }), func(f *Fault) string {
+		if f.Percent != nil && (*f.Percent < 1 || *f.Percent > 100) {
+			return fmt.Sprintf("percent must be from 1 to 100, got %d", *f.Percent)
+		}
+		return ""
+	}),
+	{key: "pods", set: func(f *Fault) bool { return len(f.Pods) > 0 },
+		text: func(f *Fault) string { return "pods=" + strings.Join(f.Pods, ",") }},
+	{key: "seed", set: func(f *Fault) bool { return f.Seed != nil },
+		text: func(f *Fault) string { return fmt.Sprintf("seed=%d", *f.Seed) }},
+	{key: "signal", set: func(f *Fault) bool { return f.Signal != "" },
+		text: func(f *Fault) string { return "signal=" + f.Signal },
+		valid: func(f *Fault) string {
+			if f.Signal != "" && !oneOf(f.Signal, PodKillSignals) {
+				return unknownValue("signal", f.Signal, PodKillSignals)
+			}
+			return ""
+		}},
+	podsAttr("maxSurge", func(f *Fault) *IntOrPercent { return f.MaxSurge }),
+	podsAttr("maxUnavailable", func(f *Fault) *IntOrPercent { return f.MaxUnavailable }),
+}
+
+func intAttr(key string, get func(f *Fault) *int) faultAttrDef {
+	return faultAttrDef{key: key,
+		set:  func(f *Fault) bool { return get(f) != nil },
+		text: func(f *Fault) string { return fmt.Sprintf("%s=%d", key, *get(f)) }}
+}
+
+func podsAttr(key string, get func(f *Fault) *IntOrPercent) faultAttrDef {
+	return faultAttrDef{key: key,
+		set:  func(f *Fault) bool { return get(f) != nil },
+		text: func(f *Fault) string { return fmt.Sprintf("%s=%s", key, get(f)) }}
 }
 
 func withValid(d faultAttrDef, valid func(f *Fault) string) faultAttrDef {
@@ -269,6 +312,19 @@ func checkFault(f *Fault, report func(key, msg string)) {
 		if f.Proxy != "" {
 			report("proxy", fmt.Sprintf("proxy does not apply to a %s fault (it acts on dependency)", f.Type))
 		}
+	case TargetService:
+		if f.Service == "" {
+			report("", fmt.Sprintf("a %s fault needs service (the name of one of services)", f.Type))
+		}
+		if f.Proxy != "" {
+			report("proxy", fmt.Sprintf("proxy does not apply to a %s fault (it acts on service)", f.Type))
+		}
+		if f.Dependency != "" {
+			report("dependency", fmt.Sprintf("dependency does not apply to a %s fault (it acts on service)", f.Type))
+		}
+	}
+	if sp.Target != TargetService && f.Service != "" {
+		report("service", fmt.Sprintf("service does not apply to a %s fault (it acts on %s)", f.Type, sp.Target))
 	}
 	if sp.IsToxic() {
 		if !oneOf(f.Stream, FaultStreams) {

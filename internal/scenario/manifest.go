@@ -24,7 +24,8 @@ func (s *Scenario) ManifestPath(m *ManifestRef) string {
 
 // loadManifests reads the probes of each service's Deployment manifest into
 // Service.Probes (a probe written inline wins), and its container's
-// resources.limits.cpu into Service.Resources (unless written inline). Positions of values read
+// resources.limits.cpu into Service.Resources and its lifecycle into
+// Service.Lifecycle (each unless written inline). Positions of values read
 // from a manifest carry the manifest's file name, so later errors point
 // into the manifest. Errors are *Errors.
 func (s *Scenario) loadManifests() error {
@@ -58,6 +59,18 @@ func (s *Scenario) loadManifests() error {
 				errs.add(e)
 			}
 			continue
+		}
+		// Only a preStop sleep is read (the one hook drill runs); a
+		// manifest's other hooks are left to the cluster.
+		if sl := get(get(get(container, "lifecycle"), "preStop"), "sleep"); sl != nil && svc.Lifecycle == nil {
+			var a SleepAction
+			path := base + ".lifecycle.preStop.sleep"
+			before := len(d.errs.list)
+			d.decode(sl, reflect.ValueOf(&a).Elem(), path, 0)
+			if len(d.errs.list) == before {
+				svc.Lifecycle = &Lifecycle{PreStop: &LifecycleHandler{Sleep: &a}}
+				s.adoptPositions(d.pos, path, mpath)
+			}
 		}
 		var probes Probes
 		pv := reflect.ValueOf(&probes).Elem()

@@ -19,6 +19,8 @@ const (
 	ByteSizePattern   = `^\s*[0-9]+\s*(B|KB|MB|GB|KiB|MiB|GiB)?\s*$`
 	PercentilePattern = `^p?(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)$`
 	CPUPattern        = `^([0-9]+m|[0-9]*\.?[0-9]{1,3}|[0-9]+)$`
+	// IntOrPercentPattern is a count or a whole percentage (IntOrPercent).
+	IntOrPercentPattern = `^\s*[0-9]+%?\s*$`
 )
 
 // enums lists the allowed values of enumerated keys, by "Type.key".
@@ -37,6 +39,7 @@ func enums() map[string][]string {
 		"Fault.type":            FaultTypes,
 		"Fault.stream":          FaultStreams,
 		"StopCondition.action":  StopActions,
+		"Fault.signal":          PodKillSignals,
 		"Assertion.type":        AssertionTypes,
 		"Assertion.statusClass": StatusClasses,
 		"Assertion.op":          MetricOps,
@@ -46,11 +49,12 @@ func enums() map[string][]string {
 
 // unitTypes are the types written as strings with units.
 var unitTypes = map[reflect.Type]bool{
-	reflect.TypeFor[Duration]():    true,
-	reflect.TypeFor[Rate]():        true,
-	reflect.TypeFor[ByteSize]():    true,
-	reflect.TypeFor[Percentile]():  true,
-	reflect.TypeFor[CPUQuantity](): true,
+	reflect.TypeFor[Duration]():     true,
+	reflect.TypeFor[Rate]():         true,
+	reflect.TypeFor[ByteSize]():     true,
+	reflect.TypeFor[Percentile]():   true,
+	reflect.TypeFor[CPUQuantity]():  true,
+	reflect.TypeFor[IntOrPercent](): true,
 }
 
 // JSONSchema returns a JSON Schema (draft 2020-12) of the scenario format,
@@ -90,6 +94,13 @@ func JSONSchema() ([]byte, error) {
 		"anyOf": []any{
 			map[string]any{"type": "string", "pattern": CPUPattern},
 			map[string]any{"type": "number", "exclusiveMinimum": 0},
+		},
+	}
+	defs["IntOrPercent"] = map[string]any{
+		"description": "Pods as a count (1) or a whole percentage of the replicas (25%), as a Deployment's maxSurge.",
+		"anyOf": []any{
+			map[string]any{"type": "string", "pattern": IntOrPercentPattern},
+			map[string]any{"type": "integer", "minimum": 0},
 		},
 	}
 	en := enums()
@@ -354,6 +365,8 @@ func valueName(t reflect.Type) string {
 		return "percentile (`p99`, `p99.9`)"
 	case reflect.TypeFor[CPUQuantity]():
 		return "CPU quantity (`500m`, `1.5`)"
+	case reflect.TypeFor[IntOrPercent]():
+		return "count or percentage (`1`, `25%`)"
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

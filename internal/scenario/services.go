@@ -55,6 +55,12 @@ type Service struct {
 	Manifest *ManifestRef `yaml:"manifest,omitempty" json:"manifest,omitempty"`
 	// TerminationGracePeriodSeconds is the SIGTERM->SIGKILL grace in s; default 30.
 	TerminationGracePeriodSeconds *int64 `yaml:"terminationGracePeriodSeconds,omitempty" json:"terminationGracePeriodSeconds,omitempty"`
+	// Lifecycle is the container's lifecycle hooks, as a Deployment
+	// writes them; overrides Manifest's. Local environment: a preStop
+	// sleep runs before SIGTERM whenever the runtime ends a container (a
+	// deleted pod, a rollout, a failed liveness or startup probe), within
+	// the grace period; not when drill itself stops the service.
+	Lifecycle *Lifecycle `yaml:"lifecycle,omitempty" json:"lifecycle,omitempty"`
 	// Resources are the container's resources, as a Deployment writes them;
 	// overrides Manifest's. Only limits.cpu is applied (local environment).
 	Resources *Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
@@ -62,6 +68,34 @@ type Service struct {
 	Selector string `yaml:"selector,omitempty" json:"selector,omitempty"`
 	// URL is the service's base URL in kubernetes mode.
 	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+}
+
+// Lifecycle is a container's lifecycle hooks (core/v1 Lifecycle); only a
+// preStop sleep is supported.
+type Lifecycle struct {
+	// PreStop runs before the container gets SIGTERM, within its grace period.
+	PreStop *LifecycleHandler `yaml:"preStop,omitempty" json:"preStop,omitempty"`
+}
+
+// LifecycleHandler is one lifecycle hook; only sleep is supported.
+type LifecycleHandler struct {
+	// Sleep pauses the termination for a while before SIGTERM; required.
+	Sleep *SleepAction `yaml:"sleep,omitempty" json:"sleep,omitempty"`
+}
+
+// SleepAction is a hook that sleeps (core/v1 SleepAction).
+type SleepAction struct {
+	// Seconds is how long to sleep, in s: above 0 and below the service's
+	// terminationGracePeriodSeconds.
+	Seconds int64 `yaml:"seconds" json:"seconds"`
+}
+
+// PreStopSleep is the service's preStop sleep in s (0 when it has none).
+func (s Service) PreStopSleep() int64 {
+	if s.Lifecycle == nil || s.Lifecycle.PreStop == nil || s.Lifecycle.PreStop.Sleep == nil {
+		return 0
+	}
+	return s.Lifecycle.PreStop.Sleep.Seconds
 }
 
 // CPULimit is the service's resources.limits.cpu (0 when none is given).
@@ -259,9 +293,38 @@ func (v *validator) services() {
 		if g := svc.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 			v.errorf(p+".terminationGracePeriodSeconds", "must not be negative")
 		}
+		v.lifecycle(p, *svc)
 		v.probe(p+".probes.startupProbe", "startup", svc.Probes.StartupProbe)
 		v.probe(p+".probes.livenessProbe", "liveness", svc.Probes.LivenessProbe)
 		v.probe(p+".probes.readinessProbe", "readiness", svc.Probes.ReadinessProbe)
+	}
+}
+
+// lifecycle checks a service's lifecycle hooks by Kubernetes' rules: a
+// preStop hook needs its sleep, whose seconds are above 0 and below the
+// grace period (the API server refuses a sleep the grace would cut).
+func (v *validator) lifecycle(p string, svc Service) {
+	lc := svc.Lifecycle
+	if lc == nil || lc.PreStop == nil {
+		return
+	}
+	if v.s.Environment.Type != EnvLocal {
+		v.errorf(p+".lifecycle", "lifecycle applies only to environment type local (the cluster's manifest has its own)")
+	}
+	if lc.PreStop.Sleep == nil {
+		v.errorf(p+".lifecycle.preStop", "a preStop hook needs sleep (the one kind of hook drill runs)")
+		return
+	}
+	sec := lc.PreStop.Sleep.Seconds
+	grace := DefaultGracePeriod
+	if svc.TerminationGracePeriodSeconds != nil {
+		grace = *svc.TerminationGracePeriodSeconds
+	}
+	switch {
+	case sec <= 0:
+		v.errorf(p+".lifecycle.preStop.sleep.seconds", "must be above 0, got %d", sec)
+	case sec >= grace:
+		v.errorf(p+".lifecycle.preStop.sleep.seconds", "must be below terminationGracePeriodSeconds (%d), got %d", grace, sec)
 	}
 }
 

@@ -343,3 +343,92 @@ func (q *CPUQuantity) UnmarshalJSON(b []byte) error {
 	*q = v
 	return nil
 }
+
+// IntOrPercent is a number of pods written as a count ("1", 2) or as a
+// percentage of the declared replicas ("25%"), as a Deployment's
+// maxSurge and maxUnavailable are. The zero value is a count of 0.
+type IntOrPercent struct {
+	// N is the count, or the percentage when Percent is set.
+	N int
+	// Percent: N is a percentage (0..100) of the replicas.
+	Percent bool
+}
+
+// ParseIntOrPercent parses "3" or "25%": a whole count >= 0, or a whole
+// percentage from 0 to 100.
+func ParseIntOrPercent(s string) (IntOrPercent, error) {
+	t := strings.TrimSpace(s)
+	num, pct := strings.CutSuffix(t, "%")
+	v, err := strconv.Atoi(num)
+	if err != nil || v < 0 {
+		return IntOrPercent{}, fmt.Errorf("invalid count or percentage %q; write e.g. 1 or 25%%", s)
+	}
+	if pct && v > 100 {
+		return IntOrPercent{}, fmt.Errorf("percentage %q out of range: at most 100%%", s)
+	}
+	return IntOrPercent{N: v, Percent: pct}, nil
+}
+
+// String renders "3" or "25%".
+func (v IntOrPercent) String() string {
+	if v.Percent {
+		return strconv.Itoa(v.N) + "%"
+	}
+	return strconv.Itoa(v.N)
+}
+
+// Of resolves v against total pods as the Deployment controller does: a
+// percentage of total rounded up (roundUp, maxSurge) or down
+// (maxUnavailable); a count as it is.
+func (v IntOrPercent) Of(total int, roundUp bool) int {
+	if !v.Percent {
+		return v.N
+	}
+	if roundUp {
+		return (total*v.N + 99) / 100
+	}
+	return total * v.N / 100
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (v *IntOrPercent) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expected a count such as 1 or a percentage such as 25%%")
+	}
+	x, err := ParseIntOrPercent(n.Value)
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
+}
+
+// MarshalYAML writes "3" as a number and "25%" as a string.
+func (v IntOrPercent) MarshalYAML() (any, error) {
+	if v.Percent {
+		return v.String(), nil
+	}
+	return v.N, nil
+}
+
+// MarshalJSON writes "3" as a number and "25%" as a string.
+func (v IntOrPercent) MarshalJSON() ([]byte, error) {
+	if v.Percent {
+		return json.Marshal(v.String())
+	}
+	return json.Marshal(v.N)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *IntOrPercent) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		s = strings.TrimSpace(string(b))
+	}
+	x, err := ParseIntOrPercent(s)
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
+}

@@ -1,0 +1,159 @@
+package scenario
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The fault kinds of the platform: they end a service's pods as the
+// platform would (a deleted pod, a rolling restart), and the runtime
+// replaces them. Local environment only in this version.
+const (
+	// FaultPodKill ends some pods of a service; the runtime replaces them.
+	FaultPodKill FaultType = "pod-kill"
+	// FaultRollout restarts every pod of a service as a Deployment's
+	// rolling update does.
+	FaultRollout FaultType = "rollout"
+)
+
+// Signals a pod-kill ends its pods with, sorted.
+var PodKillSignals = []string{SignalKill, SignalTerm}
+
+// Values of [Fault.Signal].
+const (
+	// SignalTerm: the pod is deleted with its grace period, as the kubelet
+	// ends it (its terminationGracePeriodSeconds: SIGTERM, SIGKILL once
+	// the grace is over).
+	SignalTerm = "SIGTERM"
+	// SignalKill: the pod's processes get SIGKILL at once.
+	SignalKill = "SIGKILL"
+)
+
+// DefaultRolloutBound is the default maxSurge and maxUnavailable of a
+// rollout, the Deployment's: 25%.
+var DefaultRolloutBound = IntOrPercent{N: 25, Percent: true}
+
+var podKillSpec = FaultSpec{
+	Type:   FaultPodKill,
+	Target: TargetService,
+	Attrs: []FaultAttr{
+		{Key: "count"}, {Key: "percent"}, {Key: "pods"}, {Key: "seed"}, {Key: "signal"},
+	},
+	Doc: "Ends pods of a local service at `at`, as deleting them from their ReplicaSet does: " +
+		"each pod's endpoint leaves the Service at once as a terminating one (ready=false, " +
+		"serving while its readiness holds, terminating=true), so it gets no new request while " +
+		"requests in flight on it finish or fail by its own doing; its process gets SIGTERM and " +
+		"SIGKILL after the service's terminationGracePeriodSeconds (signal: SIGTERM, the default), " +
+		"or SIGKILL at once (signal: SIGKILL). A new pod starts in each one's slot at once (same " +
+		"$REPLICA_INDEX, a port of its own, named <pod>-r<n>) and takes traffic when its startup " +
+		"and readiness probes pass. Which pods: `count` (default 1) or `percent` of the declared " +
+		"replicas (rounded up), chosen at random with `seed` (drawn when the run starts unless " +
+		"given, and recorded with the fault's events), or the pods named in `pods`. A kill is not " +
+		"undone: the fault's end waits (bounded) for the ended pods' processes to be reaped.",
+	Example: `- name: kill-one-gateway
+  type: pod-kill
+  service: order-gateway
+  count: 1
+  seed: 7
+  at: 20s
+  for: 30s`,
+	Defaults: func(f *Fault) {
+		setIf(&f.Signal, SignalTerm)
+		if f.Count == nil && f.Percent == nil && len(f.Pods) == 0 {
+			one := 1
+			f.Count = &one
+		}
+	},
+	Check: func(f *Fault, report func(key, msg string)) {
+		set := 0
+		for _, b := range []bool{f.Count != nil, f.Percent != nil, len(f.Pods) > 0} {
+			if b {
+				set++
+			}
+		}
+		if set > 1 {
+			report("", "a pod-kill fault chooses its pods by one of count, percent or pods")
+		}
+		if len(f.Pods) > 0 && f.Seed != nil {
+			report("seed", "seed applies to a random choice (count or percent), not to named pods")
+		}
+		seen := map[string]bool{}
+		for _, p := range f.Pods {
+			if seen[p] {
+				report("pods", fmt.Sprintf("pod %q is named twice", p))
+			}
+			seen[p] = true
+		}
+	},
+	CheckTarget: func(s *Scenario, f *Fault, report func(key, msg string)) {
+		svc := serviceNamed(s, f.Service)
+		if svc == nil {
+			return
+		}
+		n := max(svc.Replicas, 1)
+		if f.Count != nil && *f.Count > n {
+			report("count", fmt.Sprintf("count %d is above the %d replicas of service %s", *f.Count, n, svc.Name))
+		}
+		for _, p := range f.Pods {
+			i, err := strconv.Atoi(strings.TrimPrefix(p, svc.Name+"-"))
+			if !strings.HasPrefix(p, svc.Name+"-") || err != nil || i < 0 || i >= n || strconv.Itoa(i) != strings.TrimPrefix(p, svc.Name+"-") {
+				report("pods", fmt.Sprintf("no pod %q: service %s has pods %s-0 to %s-%d", p, svc.Name, svc.Name, svc.Name, n-1))
+			}
+		}
+	},
+}
+
+var rolloutSpec = FaultSpec{
+	Type:   FaultRollout,
+	Target: TargetService,
+	Attrs:  []FaultAttr{{Key: "maxSurge"}, {Key: "maxUnavailable"}},
+	Doc: "Restarts every pod of a local service at `at`, as `kubectl rollout restart` makes a " +
+		"Deployment's controller do: new pods start (one per slot, named <pod>-r<n>) while old and " +
+		"new together are at most the declared replicas plus `maxSurge` (a count, or a percentage " +
+		"rounded up; default 25%), and an old pod is deleted only while the ready pods without it " +
+		"stay at least the declared replicas minus `maxUnavailable` (rounded down; default 25%), so " +
+		"for 1 to 3 replicas a new pod is ready before an old one is ended. An old pod leaves the " +
+		"Service as a terminating endpoint, its process gets SIGTERM and SIGKILL after the " +
+		"service's terminationGracePeriodSeconds. The fault's end waits (bounded) for the rollout " +
+		"to complete; `for` should cover it. Each step is a ScalingReplicaSet event.",
+	Example: `- name: roll-gateway
+  type: rollout
+  service: order-gateway
+  maxSurge: 1
+  maxUnavailable: 0
+  at: 20s
+  for: 60s`,
+	Defaults: func(f *Fault) {
+		if f.MaxSurge == nil {
+			v := DefaultRolloutBound
+			f.MaxSurge = &v
+		}
+		if f.MaxUnavailable == nil {
+			v := DefaultRolloutBound
+			f.MaxUnavailable = &v
+		}
+	},
+	CheckTarget: func(s *Scenario, f *Fault, report func(key, msg string)) {
+		svc := serviceNamed(s, f.Service)
+		if svc == nil || f.MaxSurge == nil || f.MaxUnavailable == nil {
+			return
+		}
+		n := max(svc.Replicas, 1)
+		if f.MaxSurge.Of(n, true) == 0 && f.MaxUnavailable.Of(n, false) == 0 {
+			report("", fmt.Sprintf("maxSurge %s and maxUnavailable %s both come to 0 pods of the %d replicas of service %s: "+
+				"the rollout could never start a pod nor end one (Kubernetes refuses it too); raise one of them",
+				f.MaxSurge, f.MaxUnavailable, n, svc.Name))
+		}
+	},
+}
+
+// serviceNamed returns the service of s named name, or nil.
+func serviceNamed(s *Scenario, name string) *Service {
+	for i := range s.Services {
+		if s.Services[i].Name == name {
+			return &s.Services[i]
+		}
+	}
+	return nil
+}
