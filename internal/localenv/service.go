@@ -51,6 +51,14 @@ type ServiceSpec struct {
 	// PreStop is the containers' preStop sleep ([ReplicaConfig.PreStop]);
 	// 0: none.
 	PreStop time.Duration
+	// EndpointLag is how long a deleted pod's endpoint stays routed after
+	// the deletion, as a cluster's proxies learn of it only after the
+	// EndpointSlice controller and their own sync (kube-proxy in iptables
+	// mode syncs at most once per second by default), while the kubelet
+	// starts the preStop hook and SIGTERM at once: a pod that exits at
+	// SIGTERM still receives requests for this long, and a pod that is
+	// reaped earlier leaves the Service only then. 0: at once.
+	EndpointLag time.Duration
 	// Listen is the local Service proxy's address; default 127.0.0.1:0.
 	Listen string
 	// Balancing is how the Service spreads traffic over ready replicas;
@@ -120,7 +128,10 @@ type Service struct {
 	gens  map[int]int
 	files []*os.File
 	// logs hold the unfinished last line of each redacted pod log.
-	logs    []*redact.LineWriter
+	logs []*redact.LineWriter
+	// deleted holds, per pod being deleted, when its endpoint is due to
+	// leave routing (deletion + EndpointLag) and its last status.
+	deleted map[string]*deletion
 	closing bool          // Stop began: no replica starts any more
 	changed chan struct{} // closed and replaced on every replica change
 
@@ -380,7 +391,60 @@ func (s *Service) startPod(slot, gen int) (*pod, error) {
 	return p, nil
 }
 
+// deletion is a pod being deleted, as its Service routes it.
+type deletion struct {
+	due  time.Time     // when the endpoint leaves routing
+	last ReplicaStatus // the pod's last status
+	// out is closed once the endpoint was marked terminating at due.
+	out chan struct{}
+}
+
+// lagDeletion records st of a pod being deleted and reports whether its
+// endpoint is still to be routed as before (the EndpointLag has not
+// passed). The first call for a pod starts the lag and arranges one more
+// onChange when it ends.
+func (s *Service) lagDeletion(i int, st ReplicaStatus) bool {
+	lag := s.spec.EndpointLag
+	if lag <= 0 {
+		return false
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.deleted[st.Pod]
+	if !ok {
+		if s.deleted == nil {
+			s.deleted = map[string]*deletion{}
+		}
+		d = &deletion{due: now.Add(lag), out: make(chan struct{})}
+		s.deleted[st.Pod] = d
+		time.AfterFunc(lag, func() {
+			s.mu.Lock()
+			last := d.last
+			s.mu.Unlock()
+			s.onChange(i, last)
+			close(d.out)
+		})
+	}
+	d.last = st
+	return now.Before(d.due)
+}
+
+// waitLag waits until the endpoint of pod, being deleted, has left
+// routing at the end of its lag (at once when no lag applies).
+func (s *Service) waitLag(pod string) {
+	s.mu.Lock()
+	d, ok := s.deleted[pod]
+	s.mu.Unlock()
+	if ok {
+		<-d.out
+	}
+}
+
 func (s *Service) onChange(i int, st ReplicaStatus) {
+	if st.Terminating && s.lagDeletion(i, st) {
+		return // still routed as before: the proxies have not learnt of it
+	}
 	if st.Terminating {
 		s.proxy.SetEndpointTerminating(st.Pod, st.Address(), i, st.Ready)
 		if s.listener != nil {
@@ -576,9 +640,10 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.mu.Lock()
 		s.closing = true
 		s.mu.Unlock()
-		s.addMu.Lock() // wait for a start under way to finish
-		s.addMu.Unlock()
+		// Wait for a start under way to finish, so its pod is stopped too.
+		s.addMu.Lock()
 		pods, _ := s.snapshot()
+		s.addMu.Unlock()
 		var wg sync.WaitGroup
 		rerrs := make([]error, len(pods))
 		for i, p := range pods {
