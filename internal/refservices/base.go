@@ -180,6 +180,11 @@ func (b *Base) Health() *Health { return b.health }
 // Drain makes readiness answer 503 "draining".
 func (b *Base) Drain() { b.health.Drain() }
 
+// ExitsAtOnce reports whether [Serve] closes the server at once on
+// SIGTERM: the naive builds do, dropping requests in flight; the correct
+// builds drain (HEALTH-ORD-001 MC-TR-01).
+func (b *Base) ExitsAtOnce() bool { return b.Naive() }
+
 // Launch runs the watchdog and startUp, the service's start-up sequence,
 // in background goroutines bound to ctx, and returns at once.
 func (b *Base) Launch(ctx context.Context, startUp func(ctx context.Context)) {

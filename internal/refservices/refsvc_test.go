@@ -3,6 +3,7 @@ package refservices
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -144,14 +145,26 @@ func TestHealthEndpoints(t *testing.T) {
 
 // fakeService's Close waits for its background goroutine, like the real
 // services.
+// A request to /slow signals started and blocks until release is closed
+// (both nil: it does not block).
 type fakeService struct {
-	wg      sync.WaitGroup
-	drained atomic.Bool
+	wg         sync.WaitGroup
+	drained    atomic.Bool
+	exitAtOnce bool
+	started    chan struct{}
+	release    chan struct{}
 }
 
 func (f *fakeService) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" && f.release != nil {
+			f.started <- struct{}{}
+			<-f.release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 }
+func (f *fakeService) ExitsAtOnce() bool { return f.exitAtOnce }
 func (f *fakeService) Start(ctx context.Context) {
 	f.wg.Add(1)
 	go func() { defer f.wg.Done(); <-ctx.Done() }()
@@ -202,6 +215,101 @@ func TestServe(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("Serve hung after the server failed")
+		}
+	})
+}
+
+// TestServeDrainsOrExitsAtOnce checks the two SIGTERM behaviours of
+// HEALTH-ORD-001 MC-TR-01 by their order of events, not by time: the
+// correct build keeps serving new requests on kept-alive connections while
+// a request is in flight after SIGTERM, and returns once it finished; the
+// naive build fails the request in flight and returns without waiting.
+func TestServeDrainsOrExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	start := func(t *testing.T, svc *fakeService) (addr string, cancel context.CancelFunc, errc chan error) {
+		t.Helper()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc = make(chan error, 1)
+		go func() { errc <- Serve(ctx, nil, ln, svc, 30*time.Second) }()
+		return "http://" + ln.Addr().String(), cancel, errc
+	}
+	get := func(c *http.Client, url string) error {
+		resp, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	t.Run("correct build drains", func(t *testing.T) {
+		t.Parallel()
+		svc := &fakeService{started: make(chan struct{}, 1), release: make(chan struct{})}
+		addr, cancel, errc := start(t, svc)
+		defer cancel()
+		kept := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+		if err := get(kept, addr+"/"); err != nil { // opens the kept-alive connection
+			t.Fatal(err)
+		}
+		slow := make(chan error, 1)
+		go func() { slow <- get(http.DefaultClient, addr+"/slow") }()
+		<-svc.started
+		cancel() // SIGTERM
+		for i := range 5 {
+			if err := get(kept, addr+"/"); err != nil {
+				t.Fatalf("request %d on a kept-alive connection during the drain: %v", i, err)
+			}
+		}
+		if !svc.drained.Load() {
+			t.Error("readiness not failed (Drain not called) after SIGTERM")
+		}
+		select {
+		case err := <-errc:
+			t.Fatalf("Serve returned %v with a request in flight", err)
+		default:
+		}
+		close(svc.release)
+		if err := <-slow; err != nil {
+			t.Errorf("request in flight at SIGTERM: %v, want it answered", err)
+		}
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Errorf("Serve() = %v, want nil", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Serve did not return after the drain went quiet")
+		}
+	})
+	t.Run("naive build exits at once", func(t *testing.T) {
+		t.Parallel()
+		svc := &fakeService{exitAtOnce: true, started: make(chan struct{}, 1), release: make(chan struct{})}
+		defer close(svc.release)
+		addr, cancel, errc := start(t, svc)
+		defer cancel()
+		slow := make(chan error, 1)
+		go func() { slow <- get(http.DefaultClient, addr+"/slow") }()
+		<-svc.started
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Errorf("Serve() = %v, want nil", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Serve waited for the request in flight")
+		}
+		if err := <-slow; err == nil {
+			t.Error("request in flight at SIGTERM answered, want it failed by the exit")
+		}
+		if svc.drained.Load() {
+			t.Error("naive build drained")
 		}
 	})
 }
