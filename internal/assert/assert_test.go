@@ -94,6 +94,11 @@ func TestRestarts(t *testing.T) {
 		event.Event{At: 28 * sec, Kind: event.PodDeleted, Service: "order-gateway", Pod: "og-0", Reason: "Evicted"},
 		event.Event{At: 28500 * ms1, Kind: event.PodCreated, Service: "order-gateway", Pod: "og-3"},
 	)
+	byRollout := append(bringUp(), faultEvents()...)
+	byRollout = append(byRollout,
+		event.Event{At: 21 * sec, Kind: event.PodCreated, Service: "order-gateway", Pod: "og-0-r1", Fault: "rollout"},
+		event.Event{At: 24 * sec, Kind: event.PodDeleted, Service: "order-gateway", Pod: "og-0", Fault: "rollout", Reason: "deleted: fault rollout"},
+	)
 	outside := append(bringUp(), event.Event{At: -5 * sec, Kind: event.ContainerRestart, Service: "order-gateway", Pod: "og-0", RestartCount: 1})
 	// Replicas racing to migrate crash while coming up: a crash loop on
 	// og-0 (one failed start) and one crash of og-1, all before load.
@@ -134,6 +139,8 @@ func TestRestarts(t *testing.T) {
 		{name: "pod replaced counts as a restart", events: replaced, a: max1, verdict: Pass, figure: "1 restart",
 			value: f64(1), evidence: []string{"og-0 pod deleted in fault:db-pause; reason: Evicted", "og-3 replacement pod created"},
 			extra: []string{"pods replaced=1 pod"}},
+		{name: "pods replaced by the run's own rollout are no restarts", events: byRollout, a: zero, verdict: Pass,
+			figure: "0 restarts", value: f64(0), extra: []string{"pods replaced=0 pods", "pods replaced by faults=1 pod"}},
 		{name: "restart during bring-up is outside the window", events: outside, a: zero, verdict: Pass, figure: "0 restarts", value: f64(0)},
 		{name: "range window from fault start to recovery end", events: naiveEvents(), a: span, verdict: Fail, figure: "1 restart", value: f64(1)},
 		{name: "restarts before load count over the run window by default", events: crashLoop, a: run0, verdict: Fail,

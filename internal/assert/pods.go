@@ -66,6 +66,10 @@ func servicePods(in *input, a scenario.Assertion, r *Result) (map[string]bool, b
 // restartCount rises (ContainerRestart events, by how much the count rose)
 // plus pods replaced (the larger of pods deleted and pods created in the
 // window). Zero restarts means both counts stay flat (docs/DESIGN.md §9).
+// Pods that the run's own platform faults delete and create (pod-kill,
+// rollout: their events name the fault) are the drill's doing, not the
+// system's: they are counted apart, as "pods replaced by faults", and do
+// not count against the bound.
 // With IncludeStartup (default: over the run window only) the container
 // restarts (crash loops and failed starts included) and pod deletions
 // before load (negative times) count too, so replicas that crashed while
@@ -110,6 +114,7 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 
 	lastCount := map[string]int32{} // pod/container -> last restartCount seen
 	var restarts, deleted, created int
+	byFault := map[string][2]int{} // fault -> pods {deleted, created} by it
 	for _, e := range in.events {
 		if !pods[e.Pod] {
 			continue
@@ -137,6 +142,12 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 				Detail: restartDetail(in, e, n),
 			})
 		case event.PodDeleted:
+			if e.Fault != "" {
+				if inWindow(in.win, e.At) {
+					byFault[e.Fault] = [2]int{byFault[e.Fault][0] + 1, byFault[e.Fault][1]}
+				}
+				continue
+			}
 			if !counted(e.At, 1) {
 				continue
 			}
@@ -147,6 +158,12 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 			}
 			r.Evidence = append(r.Evidence, Evidence{At: e.At, Pod: e.Pod, Detail: d, Logs: tail(e.Logs, maxLogLines)})
 		case event.PodCreated:
+			if e.Fault != "" {
+				if inWindow(in.win, e.At) {
+					byFault[e.Fault] = [2]int{byFault[e.Fault][0], byFault[e.Fault][1] + 1}
+				}
+				continue
+			}
 			// Pods created before load are the bring-up, not replacements.
 			if e.At < 0 || !counted(e.At, 0) {
 				continue
@@ -165,6 +182,9 @@ func judgeRestarts(in *input, a scenario.Assertion, r *Result) {
 	r.Extra = []Figure{
 		countFigure("container restarts", restarts, "restart"),
 		countFigure("pods replaced", replaced, "pod"),
+	}
+	if n := replacedByFaults(byFault); n > 0 {
+		r.Extra = append(r.Extra, countFigure("pods replaced by faults", n, "pod"))
 	}
 	r.Verdict = verdict(total <= max)
 	where := r.Window
@@ -640,4 +660,15 @@ func judgeReady(in *input, a scenario.Assertion, r *Result) {
 	if total == 0 {
 		r.Message = fmt.Sprintf("no replicas of %s known at the end of %s", a.Service, r.Window)
 	}
+}
+
+// replacedByFaults is the pods the run's own faults replaced, from
+// {deleted, created} counts per fault: per fault the larger of the two,
+// summed.
+func replacedByFaults(byFault map[string][2]int) int {
+	n := 0
+	for _, c := range byFault {
+		n += max(c[0], c[1])
+	}
+	return n
 }

@@ -182,6 +182,10 @@ type faultSpan struct {
 	recEnd time.Duration
 	// offSeen is false when the log has no fault-off (run cut short).
 	offSeen bool
+	// platform: the fault ends or replaces pods itself (pod-kill,
+	// rollout), so replicas going unready are its doing, not the
+	// service's detection of a failing dependency.
+	platform bool
 }
 
 func (f faultSpan) length() time.Duration { return f.off - f.on }
@@ -211,6 +215,15 @@ func Compute(in Input) []Finding {
 	sort.SliceStable(c.events, func(i, j int) bool { return c.events[i].At < c.events[j].At })
 	c.end = runEnd(in.Plan, c.events)
 	c.faults = faultSpans(in.Plan, c.events, c.end)
+	if in.Scenario != nil {
+		for i := range c.faults {
+			for _, f := range in.Scenario.Faults {
+				if f.Name == c.faults[i].name && (f.Type == scenario.FaultPodKill || f.Type == scenario.FaultRollout) {
+					c.faults[i].platform = true
+				}
+			}
+		}
+	}
 	c.services = routing.Services(c.events)
 	c.routes = map[string]routing.Timeline{}
 	c.unroute = map[string][]routing.Interval{}
@@ -223,7 +236,9 @@ func Compute(in Input) []Finding {
 	var out []Finding
 	for _, f := range c.faults {
 		for _, s := range c.services {
-			out = append(out, c.detection(f, s)...)
+			if !f.platform { // a platform fault's unready pods are its own doing
+				out = append(out, c.detection(f, s)...)
+			}
 			out = append(out, c.routingLag(f, s)...)
 		}
 	}

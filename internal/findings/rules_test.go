@@ -396,3 +396,27 @@ func TestFailuresPerConnection(t *testing.T) {
 		})
 	}
 }
+
+// TestPlatformFaultIsNoDetection: replicas a rollout takes out of routing
+// are the fault's own doing, so there is no detection finding for it (a
+// "detected in 15 s" would read as the service noticing a failing
+// dependency); the routing finding still says when each left and whether
+// it was replaced. The same log under a dependency fault keeps it.
+func TestPlatformFaultIsNoDetection(t *testing.T) {
+	for _, tc := range []struct {
+		typ           scenario.FaultType
+		wantDetection bool
+	}{{scenario.FaultRollout, false}, {scenario.FaultPodKill, false}, {"latency", true}} {
+		r := newRun()
+		r.sc.Faults = []scenario.Fault{{Name: "pg-pause", Type: tc.typ}}
+		r.route(25, pods[0], false)
+		var detection, routed bool
+		for _, f := range r.compute() {
+			detection = detection || f.Kind == findings.KindDetection
+			routed = routed || (f.Kind != findings.KindDetection && strings.Contains(f.Text, "left the local Service"))
+		}
+		if detection != tc.wantDetection || !routed {
+			t.Errorf("%s: detection finding %t (want %t), routing finding %t (want true)", tc.typ, detection, tc.wantDetection, routed)
+		}
+	}
+}
