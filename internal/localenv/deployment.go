@@ -73,6 +73,9 @@ func (s *Service) remove(p *pod, o DeleteOptions, fault string) {
 	go func() {
 		<-p.r.Done()
 		name := p.r.Pod()
+		// A pod that ended before the proxies learnt of its deletion is
+		// still routed until then (connections to it fail).
+		s.waitLag(name)
 		// Endpoint and pod gone, said in this order, before whoever waits
 		// for the pod (WaitGone, Rollout) sees it gone.
 		s.proxy.RemoveEndpoint(name)
@@ -86,6 +89,7 @@ func (s *Service) remove(p *pod, o DeleteOptions, fault string) {
 		s.emit(event.Event{Kind: event.PodDeleted, Pod: name, Reason: why, Fault: fault,
 			Detail: describeTermination(p.r.Status().LastTerminated)})
 		s.mu.Lock()
+		delete(s.deleted, name)
 		s.pods = slices.DeleteFunc(s.pods, func(q *pod) bool { return q == p })
 		s.changedLocked()
 		s.mu.Unlock()

@@ -262,3 +262,43 @@ func TestRolloutAdoptsReplacements(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletePodEndpointLag: with an EndpointLag, a deleted pod's endpoint
+// stays routed for the lag although the pod exits at SIGTERM at once (as a
+// cluster's proxies still route to a deleted pod until they learn of it),
+// and the pod leaves the Service only after it: Killing, then the endpoint
+// terminating no earlier than the lag, then removed, then the pod deleted.
+func TestDeletePodEndpointLag(t *testing.T) {
+	t.Parallel()
+	const lag = time.Second
+	h := startService(t, ServiceSpec{Name: "api", Replicas: 1, EndpointLag: lag, Grace: 5 * time.Second})
+	h.waitReady(1)
+	if _, err := h.svc.DeletePod("api-0", DeleteOptions{Reason: "test"}, "f"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if err := h.svc.WaitGone(ctx, "api-0"); err != nil {
+		t.Fatal(err)
+	}
+	var seq []string
+	var killing, term time.Duration
+	for _, e := range h.podEvents("api-0") {
+		switch {
+		case e.Kind == event.K8sEvent && e.Reason == "Killing":
+			seq, killing = append(seq, "killing"), e.At
+		case e.Kind == event.EndpointNotReady && strings.Contains(e.Detail, "terminating=true"):
+			seq, term = append(seq, "terminating"), e.At
+		case e.Kind == event.EndpointRemoved:
+			seq = append(seq, "endpoint-removed")
+		case e.Kind == event.PodDeleted:
+			seq = append(seq, "deleted")
+		}
+	}
+	if want := []string{"killing", "terminating", "endpoint-removed", "deleted"}; !slices.Equal(compact(seq), want) {
+		t.Fatalf("api-0's events %v, want %v; events:\n%s", seq, want, h.dump())
+	}
+	if d := term - killing; d < lag-10*time.Millisecond {
+		t.Errorf("endpoint turned terminating %s after Killing, before the %s lag", d, lag)
+	}
+}

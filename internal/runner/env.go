@@ -439,8 +439,11 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		Grace:    grace,
 		PreStop:  time.Duration(s.PreStopSleep()) * time.Second,
 		Listen:   s.Listen,
-		LogDir:   logDir,
-		Redact:   r.redactor,
+		// A deleted pod stays routed for this long (a cluster's proxies
+		// learn of the deletion late).
+		EndpointLag: r.endpointLag(),
+		LogDir:      logDir,
+		Redact:      r.redactor,
 		// Each replica in its own group: drill-<run>/<service>/<pod>.
 		Placement: r.env.placement,
 		// Other clients reach the replicas through a listener in a
@@ -519,4 +522,13 @@ func (r *run) processTargets() (map[string]int, map[string]string) {
 	}
 	r.composeTargets(ctrs)
 	return procs, ctrs
+}
+
+// endpointLag is environment.local.endpointLag of the run's scenario
+// (defaults filled), 0 outside the local environment.
+func (r *run) endpointLag() time.Duration {
+	if l := r.sc.Environment.Local; l != nil && l.EndpointLag != nil {
+		return l.EndpointLag.Duration
+	}
+	return 0
 }

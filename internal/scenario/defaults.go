@@ -72,6 +72,9 @@ func (s *Scenario) SetDefaults() {
 			s.Environment.Local = &LocalEnv{}
 		}
 		setIf(&s.Environment.Local.SUTPriority, SUTPriorityLower)
+		if s.Environment.Local.EndpointLag == nil {
+			s.Environment.Local.EndpointLag = &Duration{DefaultEndpointLag}
+		}
 	}
 	if k := s.Environment.Kubernetes; k != nil && len(k.AllowedNamespaces) == 0 && k.Namespace != "" {
 		k.AllowedNamespaces = []string{k.Namespace}

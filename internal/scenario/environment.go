@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // EnvironmentType is where the system under test runs.
@@ -58,7 +59,21 @@ type LocalEnv struct {
 	// at drill's own weight (a CPU limit of a service is applied either
 	// way).
 	SUTPriority SUTPriority `yaml:"sutPriority,omitempty" json:"sutPriority,omitempty"`
+	// EndpointLag is how long a local Service keeps routing to a pod that
+	// a platform fault (pod-kill, rollout) deleted, while the pod's preStop
+	// hook and SIGTERM start at once, as a cluster's proxies learn of a
+	// deletion only after the EndpointSlice controller and their own sync
+	// (kube-proxy in iptables mode syncs at most once a second by default;
+	// HEALTH-ORD-001 MC-TR-01 allows 1,000 ms for the removal). Default 1s;
+	// 0s: at once; at most 10s.
+	EndpointLag *Duration `yaml:"endpointLag,omitempty" json:"endpointLag,omitempty"`
 }
+
+// DefaultEndpointLag is [LocalEnv.EndpointLag]'s default: 1 s.
+const DefaultEndpointLag = time.Second
+
+// maxEndpointLag bounds [LocalEnv.EndpointLag]: 10 s.
+const maxEndpointLag = 10 * time.Second
 
 // KubernetesEnv is the allow-list a kubernetes run is held to: drill refuses
 // any kubeconfig context or namespace not listed (exit 2, nothing touched).
@@ -89,6 +104,11 @@ func (v *validator) environment() {
 	case EnvLocal:
 		if e.Kubernetes != nil {
 			v.errorf("environment.kubernetes", "applies only to environment type kubernetes")
+		}
+		if e.Local != nil && e.Local.EndpointLag != nil {
+			if d := e.Local.EndpointLag.Duration; d < 0 || d > maxEndpointLag {
+				v.errorf("environment.local.endpointLag", "must be between 0s and %s, got %s", maxEndpointLag, d)
+			}
 		}
 		if e.Local != nil && e.Local.SUTPriority != "" && !oneOf(string(e.Local.SUTPriority), SUTPriorities) {
 			v.errorf("environment.local.sutPriority", "%s", unknownValue("sutPriority", string(e.Local.SUTPriority), SUTPriorities))
