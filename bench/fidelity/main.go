@@ -212,7 +212,7 @@ type runResult struct {
 	// (run.json's plan); Failed those that failed; AsDeclared is true
 	// when exactly the declared ones failed and every other passed.
 	Declared, Failed []string
-	AsDeclared bool
+	AsDeclared       bool
 	// Expect is how the verdicts compare with the declaration, in words.
 	Expect string
 }

@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		for _, p := range ps {
 			fmt.Fprintln(stderr, p.String())
 		}
-		fmt.Fprintf(stderr, "claims: %d problems; %s not written\n", len(ps), *out)
+		fmt.Fprintf(stderr, "claims: %d problem(s); %s not written\n", len(ps), *out)
 		return 2
 	case err != nil:
 		fmt.Fprintln(stderr, "claims:", err)
