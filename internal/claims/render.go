@@ -45,11 +45,7 @@ func checkedBy(row Row) string {
 	case Untestable:
 		return fmt.Sprintf("untestable (%s): %s", c.Kind, c.Untestable)
 	case Drilled:
-		var parts []string
-		for _, group := range groupChecks(row.Checks) {
-			parts = append(parts, group)
-		}
-		s := strings.Join(parts, "; ")
+		s := strings.Join(groupChecks(row.Checks), "; ")
 		if c.Note != "" {
 			s += " (" + c.Note + ")"
 		}
