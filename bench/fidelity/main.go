@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 					return err
 				}
 			}
-			log.Info("run done", "drill", name, "run", i, "exit", res.Exit, "late", res.LateShare, "lagP99", res.LagP99)
+			log.Info("run done", "drill", name, "run", i, "exit", res.Exit, "right", res.right(), "verdicts", res.Expect, "late", res.LateShare, "lagP99", res.LagP99)
 			runs = append(runs, res)
 		}
 	}
