@@ -15,7 +15,7 @@ SEEDS    := $(wildcard scenarios/*.yaml scenarios/compose/*.yaml)
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .DEFAULT_GOAL := help
-.PHONY: build image test demo bench fidelity lint compose-images help
+.PHONY: build image test demo bench fidelity lint compose-images claims help
 
 build: ## Build bin/drill (static, trimmed paths, version stamped)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/drill ./cmd/drill
@@ -63,6 +63,9 @@ compose-images: build ## Build the reference image drill-reference:local (FROM s
 	rm -rf bin/compose-context && mkdir -p bin/compose-context
 	cp bin/drill scenarios/compose/adr-0077/Dockerfile bin/compose-context/
 	docker build -t drill-reference:local bin/compose-context
+
+claims: ## Regenerate docs/CLAIMS.md, the claims ledger, from docs/claims/claims.yaml, ../shared/specs and the shipped scenarios
+	$(GO) run ./tools/claims
 
 lint: ## Check formatting (gofmt), go vet and staticcheck (pinned: STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \

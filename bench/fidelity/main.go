@@ -1,7 +1,10 @@
 // Command fidelity runs each seed drill N times one after another and
-// prints, per drill, how often it was valid and gave the right verdict
-// (exit 0 for a correct build, exit 1 for a -naive twin), with the load
-// generator's lag figures read from each run's run.json. `make fidelity`
+// prints, per drill, how often it was valid and gave the right verdict,
+// with the load generator's lag figures read from each run's run.json. A
+// verdict is right when exactly the assertions the scenario's expect.fail
+// declares failed (recorded in run.json's plan) and every other passed,
+// with the exit code that goes with it: 0 for a correct build (nothing
+// declared), 1 for a naive twin. `make fidelity`
 // runs it over scenarios/*.yaml after building bin/drill.
 //
 //	go run ./bench/fidelity -n 5 -drill bin/drill scenarios/*.yaml
@@ -101,7 +104,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 					return err
 				}
 			}
-			log.Info("run done", "drill", name, "run", i, "exit", res.Exit, "late", res.LateShare, "lagP99", res.LagP99)
+			log.Info("run done", "drill", name, "run", i, "exit", res.Exit, "right", res.right(), "verdicts", res.Expect, "late", res.LateShare, "lagP99", res.LagP99)
 			runs = append(runs, res)
 		}
 	}
@@ -205,6 +208,40 @@ type runResult struct {
 	// of the sampled span (run.json cpu.drillWaitSeconds over its span;
 	// thread-seconds per second), -1 when the run recorded none.
 	DrillWait float64
+	// Declared names the assertions the scenario's expect.fail declared
+	// (run.json's plan); Failed those that failed; AsDeclared is true
+	// when exactly the declared ones failed and every other passed.
+	Declared, Failed []string
+	AsDeclared       bool
+	// Expect is how the verdicts compare with the declaration, in words.
+	Expect string
+}
+
+// wantExit is the exit code a right run ends with: 1 when the run
+// declared assertions to fail, else 0; a run without a record, or a
+// record without a declaration (written before expect existed), falls
+// back to the drill's name (-naive: 1).
+func (r runResult) wantExit() int {
+	if len(r.Declared) > 0 {
+		return record.ExitFail
+	}
+	return expectedExit(r.Drill)
+}
+
+// undeclared is a -naive drill's recorded run whose plan declares no
+// assertion to fail: only its exit code can be judged.
+func (r runResult) undeclared() bool {
+	return r.Recorded && len(r.Declared) == 0 && expectedExit(r.Drill) == record.ExitFail
+}
+
+// right reports whether the run gave the right verdict: the exit code
+// that goes with its declaration and exactly the declared assertions
+// failed (for an undeclared naive run, the exit code alone).
+func (r runResult) right() bool {
+	if r.Exit != r.wantExit() {
+		return false
+	}
+	return r.undeclared() || (r.Recorded && r.AsDeclared)
 }
 
 // fill reads the validity and lag figures of rec over its judged span
@@ -230,6 +267,8 @@ func (r *runResult) fill(rec *record.Run) {
 		r.LateShare = max(r.LateShare, float64(b.Late)/float64(b.Requests))
 		r.LagP99 = max(r.LagP99, measure.Quantile(b.Lag, 99))
 	}
+	e := rec.Expectation()
+	r.Declared, r.Failed, r.AsDeclared, r.Expect = e.Declared, e.Failed, e.Right(), e.String()
 	r.DrillCPU = drillCPUPerRequest(rec)
 	r.DrillWait = -1
 	if c := rec.CPU; c != nil && c.DrillWaitSeconds != nil && c.To > c.From {
@@ -263,8 +302,8 @@ func drillCPUPerRequest(rec *record.Run) time.Duration {
 	return time.Duration(cpu / float64(n) * float64(time.Second))
 }
 
-// expectedExit is the exit code a correct harness gives: 1 for a -naive
-// build (its drill must fail), 0 for a correct one.
+// expectedExit is the exit code a drill named drill ends with when its
+// run recorded no declaration: 1 for a -naive build, 0 for a correct one.
 func expectedExit(drill string) int {
 	if strings.HasSuffix(drill, "-naive") {
 		return 1
@@ -286,6 +325,14 @@ type row struct {
 	// WaitMedian and WaitMax are the runs' drill CPU wait per second
 	// (thread-seconds per second), -1 when no run recorded it.
 	WaitMedian, WaitMax float64
+	// Declared is the assertions the drill's runs declared to fail (the
+	// first recorded run's). Failed counts the runs per set of failed
+	// assertions ("a,b"; "" for none), over the runs that exited 0 or 1.
+	Declared []string
+	Failed   map[string]int
+	// Undeclared counts -naive runs judged by exit code alone (records
+	// without a declaration).
+	Undeclared int
 }
 
 // tabulate groups runs by drill (in the order drills first appear).
@@ -301,15 +348,24 @@ func tabulate(runs []runResult) []row {
 		if !ok {
 			i = len(rows)
 			idx[r.Drill] = i
-			rows = append(rows, row{Drill: r.Drill, Expected: expectedExit(r.Drill)})
+			rows = append(rows, row{Drill: r.Drill, Expected: r.wantExit(), Declared: r.Declared, Failed: map[string]int{}})
 		}
 		w := &rows[i]
+		if w.Declared == nil && r.Declared != nil {
+			w.Declared, w.Expected = r.Declared, r.wantExit()
+		}
 		w.Runs++
 		if r.Recorded && r.Valid {
 			w.Valid++
 		}
+		if r.Recorded && (r.Exit == record.ExitPass || r.Exit == record.ExitFail) {
+			w.Failed[strings.Join(r.Failed, ",")]++
+		}
+		if r.undeclared() {
+			w.Undeclared++
+		}
 		switch {
-		case r.Exit == w.Expected:
+		case r.right():
 			w.Right++
 		case r.Exit == record.ExitPass || r.Exit == record.ExitFail:
 			w.Wrong++
@@ -372,7 +428,7 @@ func median(sorted []float64) float64 {
 // writeTable prints one line per drill and the totals.
 func writeTable(w io.Writer, rows []row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DRILL\tWANT\tRUNS\tVALID\tRIGHT\tWRONG\tINVALID\tOTHER\tLATE median (max)\tLAG P99 median (max)\tDRILL CPU/REQ\tDRILL WAIT median (max)")
+	fmt.Fprintln(tw, "DRILL\tWANT\tRUNS\tVALID\tRIGHT\tWRONG\tINVALID\tOTHER\tLATE median (max)\tLAG P99 median (max)\tDRILL CPU/REQ\tDRILL WAIT median (max)\tFAILED (runs)")
 	var t row
 	for _, r := range rows {
 		other := strconv.Itoa(r.Other)
@@ -383,8 +439,15 @@ func writeTable(w io.Writer, rows []row) error {
 			}
 			other += " (exit " + strings.Join(ex, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\texit %d\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s (%s)\t%s\t%s\n", r.Drill, r.Expected, r.Runs, r.Valid, r.Right, r.Wrong, r.Invalid, other,
-			pct(r.LateMedian), pct(r.LateMax), ms(r.LagMedian), ms(r.LagMax), us(r.CPUMedian), waitWords(r.WaitMedian, r.WaitMax))
+		want := fmt.Sprintf("exit %d", r.Expected)
+		if len(r.Declared) > 0 {
+			want += " on " + strings.Join(r.Declared, ",")
+		}
+		if r.Undeclared > 0 {
+			want += fmt.Sprintf(" (%d undeclared)", r.Undeclared)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s (%s)\t%s (%s)\t%s\t%s\t%s\n", r.Drill, want, r.Runs, r.Valid, r.Right, r.Wrong, r.Invalid, other,
+			pct(r.LateMedian), pct(r.LateMax), ms(r.LagMedian), ms(r.LagMax), us(r.CPUMedian), waitWords(r.WaitMedian, r.WaitMax), failedWords(r.Failed))
 		t.Runs += r.Runs
 		t.Valid += r.Valid
 		t.Right += r.Right
@@ -396,12 +459,42 @@ func writeTable(w io.Writer, rows []row) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
-	_, err := fmt.Fprintln(w, "\nRIGHT: the exit code a correct harness gives (0 for a correct build, 1 for a -naive one); WRONG: the other verdict;\n"+
+	_, err := fmt.Fprintln(w, "\nWANT: the exit code and the assertions the scenario's expect.fail declares a run must fail on (none: every assertion passes).\n"+
+		"RIGHT: that exit code with exactly those assertions failed and every other passed (run.json's results); WRONG: exit 0 or 1 otherwise\n"+
+		"(an undeclared -naive run, recorded before expect existed, is judged by its exit code alone);\n"+
 		"INVALID: exit 4; OTHER: any other exit. LATE: the largest share of a stream's requests sent more than its lag budget late;\n"+
 		"LAG P99: the largest dispatch lag p99 of a stream; both over the judged span of each run with a run.json.\n"+
 		"DRILL CPU/REQ: drill's own CPU from t=0 to the end of load (run.json cpu) per request completed then, median over the runs.\n"+
-		"DRILL WAIT: how long drill's threads waited for a CPU (runnable, not running) per second of the same span (run.json cpu.drillWaitSeconds).")
+		"DRILL WAIT: how long drill's threads waited for a CPU (runnable, not running) per second of the same span (run.json cpu.drillWaitSeconds).\n"+
+		"FAILED: the assertions that failed, with how many runs (exit 0 or 1) failed on exactly that set; - for none.")
 	return err
+}
+
+// failedWords lists each set of failed assertions with its count of
+// runs, the most frequent first ("-" for an empty set).
+func failedWords(sets map[string]int) string {
+	keys := make([]string, 0, len(sets))
+	for k := range sets {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if sets[keys[i]] != sets[keys[j]] {
+			return sets[keys[i]] > sets[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := k
+		if name == "" {
+			name = "-"
+		}
+		parts[i] = fmt.Sprintf("%s (%d)", name, sets[k])
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // waitWords formats a median and a maximum wait per second in ms/s ("-"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/measure"
+	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
 	"github.com/drillhq/drill/internal/testutil/golden"
@@ -20,14 +23,38 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the run.json fixtures and the golden table under testdata/")
 
+// naiveFails are the assertions the naive fixture runs fail on, which
+// their plans declare (expect.fail).
+var naiveFails = []string{"auth-p99-during-brownout", "auth-errors", "tax-shed-fast", "no-restarts", "auth-isolation"}
+
 // fixtureRuns are the runs under testdata/runs: a correct drill right
 // twice, once INVALID (generator behind: 3% of requests late in one
-// second) and once wrong (exit 1); its naive twin right twice and once
-// aborted (exit 3).
+// second) and once wrong (exit 1); its naive twin right twice (exactly
+// the declared assertions failed), once wrong although it exited 1 (it
+// failed one assertion besides the declared ones), once wrong because a
+// declared assertion passed, and once aborted (exit 3).
 func fixtureRuns() map[string]*record.Run {
 	right := func(naive bool) *record.Run {
-		return recordtest.Run(recordtest.Options{Naive: naive, Scale: 100})
+		rec := recordtest.Run(recordtest.Options{Naive: naive, Scale: 100})
+		// The synthetic plan judges nothing: one judgement per result,
+		// the naive build's declaring what it must fail on.
+		for _, res := range rec.Results {
+			rec.Plan.Judgements = append(rec.Plan.Judgements, plan.Judgement{Assertion: res.Name, Type: string(res.Type), Window: res.Window,
+				ExpectFail: naive && slices.Contains(naiveFails, res.Name)})
+		}
+		return rec
 	}
+	// setVerdict sets the verdict of the assertion name in rec.
+	setVerdict := func(rec *record.Run, name string, v assert.Verdict) *record.Run {
+		for i := range rec.Results {
+			if rec.Results[i].Name == name {
+				rec.Results[i].Verdict = v
+			}
+		}
+		return rec
+	}
+	failsBesides := setVerdict(right(true), "replicas-ready", assert.Fail)
+	passesDeclared := setVerdict(right(true), "no-restarts", assert.Pass)
 	invalid := right(false)
 	for _, b := range invalid.Series["card-auth"].Buckets {
 		if b.Start == 25*time.Second {
@@ -60,6 +87,8 @@ func fixtureRuns() map[string]*record.Run {
 		"payment-tax-brownout-naive/run-1": right(true),
 		"payment-tax-brownout-naive/run-2": aborted,
 		"payment-tax-brownout-naive/run-3": right(true),
+		"payment-tax-brownout-naive/run-4": failsBesides,
+		"payment-tax-brownout-naive/run-5": passesDeclared,
 	}
 }
 
@@ -84,9 +113,13 @@ func TestTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, rec := range fixtureRuns() {
-			// The table reads exit codes, validity and series only; ten
-			// seconds of series keep the fixture small.
-			rec.Events, rec.Findings, rec.Results = nil, nil, nil
+			// The table reads exit codes, validity, the plan's
+			// declaration, verdicts and series only; ten seconds of
+			// series keep the fixture small.
+			rec.Events, rec.Findings = nil, nil
+			for i := range rec.Results {
+				rec.Results[i].Evidence = nil
+			}
 			for _, s := range rec.Series {
 				s.Buckets = slices.DeleteFunc(s.Buckets, func(b *measure.Bucket) bool { return b.Start < 20*time.Second || b.Start >= 30*time.Second })
 			}
@@ -107,7 +140,7 @@ func TestTable(t *testing.T) {
 	for _, c := range []struct {
 		got, want row
 	}{
-		{rows[0], row{Drill: "payment-tax-brownout-naive", Expected: 1, Runs: 3, Valid: 3, Right: 2, Other: 1}},
+		{rows[0], row{Drill: "payment-tax-brownout-naive", Expected: 1, Runs: 5, Valid: 5, Right: 2, Wrong: 2, Other: 1}},
 		{rows[1], row{Drill: "payment-tax-brownout", Runs: 4, Valid: 3, Right: 2, Wrong: 1, Invalid: 1}},
 	} {
 		g, w := c.got, c.want
@@ -115,6 +148,17 @@ func TestTable(t *testing.T) {
 			g.Wrong != w.Wrong || g.Invalid != w.Invalid || g.Other != w.Other {
 			t.Errorf("row %+v, want counts of %+v", g, w)
 		}
+	}
+	if !slices.Equal(rows[0].Declared, naiveFails) {
+		t.Errorf("the naive row declares %v, want %v", rows[0].Declared, naiveFails)
+	}
+	wantSets := map[string]int{
+		strings.Join(naiveFails, ","): 2,
+		"auth-p99-during-brownout,auth-errors,tax-shed-fast,no-restarts,auth-isolation,replicas-ready": 1,
+		"auth-p99-during-brownout,auth-errors,tax-shed-fast,auth-isolation":                            1,
+	}
+	if !maps.Equal(rows[0].Failed, wantSets) {
+		t.Errorf("the naive row's failed sets %v, want %v", rows[0].Failed, wantSets)
 	}
 	if rows[1].LateMax <= 0 || rows[1].LagMax < 10*time.Millisecond {
 		t.Errorf("the invalid run's lag is missing: late max %.4f, lag p99 max %s", rows[1].LateMax, rows[1].LagMax)
@@ -227,7 +271,8 @@ func TestDrillCPUPerRequest(t *testing.T) {
 func TestAppendRow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.tsv")
 	m := machine{Guest: "PVM", Getppid: 812.4}
-	r := runResult{Drill: "orders-db-brownout", Exit: 0, LateShare: 0.0002, LagP99: 1100 * time.Microsecond}
+	r := runResult{Drill: "orders-db-brownout-naive", Exit: 1, LateShare: 0.0002, LagP99: 1100 * time.Microsecond, Recorded: true,
+		Declared: []string{"no-restarts"}, Failed: []string{"no-restarts", "recovered-p99"}}
 	at := time.Date(2026, 12, 6, 19, 30, 0, 0, time.UTC)
 	for range 2 {
 		if err := appendRow(path, "abc1234", "p1", m, r, at); err != nil {
@@ -238,12 +283,59 @@ func TestAppendRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := "2026-12-06T19:30:00Z\tabc1234\tp1\torders-db-brownout\t0\t0.0002\t1.1ms\tPVM\t812"
+	row := "2026-12-06T19:30:00Z\tabc1234\tp1\torders-db-brownout-naive\t1\t0.0002\t1.1ms\tPVM\t812\t0\tno-restarts,recovered-p99"
 	want := tsvHeader + "\n" + row + "\n" + row + "\n"
 	if string(b) != want {
 		t.Fatalf("file:\n%s\nwant:\n%s", b, want)
 	}
 	if got := len(strings.Split(tsvHeader, "\t")); got != len(strings.Split(row, "\t")) {
 		t.Fatalf("header has %d columns, a row %d", got, len(strings.Split(row, "\t")))
+	}
+}
+
+// TestAppendRowUpgradesHeader: a file with the header of before the right
+// and failed columns gets the new header; its rows stay as they were.
+func TestAppendRowUpgradesHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.tsv")
+	old := "ended_utc\tcommit\tround\tdrill\texit\tlate_share\tlag_p99\tguest\tgetppid_ns\n" +
+		"2026-12-03T06:39:59Z\tbd691b1\t1\torders-db-brownout\t0\t0\t2.375ms\t\t\n"
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runResult{Drill: "orders-db-brownout", Exit: 0, Recorded: true, AsDeclared: true}
+	if err := appendRow(path, "abc1234", "p1", machine{Guest: "KVM"}, r, time.Date(2026, 12, 6, 19, 30, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tsvHeader + "\n" + "2026-12-03T06:39:59Z\tbd691b1\t1\torders-db-brownout\t0\t0\t2.375ms\t\t\n" +
+		"2026-12-06T19:30:00Z\tabc1234\tp1\torders-db-brownout\t0\t0\t0s\tKVM\t0\t1\t\n"
+	if string(b) != want {
+		t.Fatalf("file:\n%q\nwant:\n%q", b, want)
+	}
+}
+
+// TestRight: a run is right only with the exit code of its declaration
+// and exactly the declared assertions failed; a -naive run recorded
+// without a declaration is judged by its exit code.
+func TestRight(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    runResult
+		want bool
+	}{
+		{"correct passes", runResult{Drill: "x", Exit: 0, Recorded: true, AsDeclared: true}, true},
+		{"naive as declared", runResult{Drill: "x-naive", Exit: 1, Recorded: true, Declared: []string{"a"}, AsDeclared: true}, true},
+		{"naive fails besides", runResult{Drill: "x-naive", Exit: 1, Recorded: true, Declared: []string{"a"}}, false},
+		{"declared but passed", runResult{Drill: "x-naive", Exit: 0, Recorded: true, Declared: []string{"a"}}, false},
+		{"undeclared naive, exit 1", runResult{Drill: "x-naive", Exit: 1, Recorded: true}, true},
+		{"no record", runResult{Drill: "x-naive", Exit: 1}, false},
+		{"invalid", runResult{Drill: "x", Exit: 4, Recorded: true, AsDeclared: true}, false},
+	} {
+		if got := tc.r.right(); got != tc.want {
+			t.Errorf("%s: right() = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

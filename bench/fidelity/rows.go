@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,8 +15,11 @@ import (
 
 // tsvHeader is the header of reports/fidelity-runs.tsv: one row per run,
 // with what the figures depend on (the build, the guest's kind, the cost
-// of a system call on it).
-const tsvHeader = "ended_utc\tcommit\tround\tdrill\texit\tlate_share\tlag_p99\tguest\tgetppid_ns"
+// of a system call on it), whether the verdict was right (1 or 0: the
+// exit code and exactly the declared assertions failed) and the
+// assertions that failed (comma-separated, empty for none). Rows written
+// before the last two columns existed end after getppid_ns.
+const tsvHeader = "ended_utc\tcommit\tround\tdrill\texit\tlate_share\tlag_p99\tguest\tgetppid_ns\tright\tfailed"
 
 // machine is what every row of a sitting records about the machine.
 type machine struct {
@@ -70,6 +75,9 @@ func getppidCost() float64 {
 // appendRow appends one run's row to the TSV file at path, writing the
 // header first when the file is new or empty.
 func appendRow(path, commit, round string, m machine, r runResult, ended time.Time) error {
+	if err := upgradeHeader(path); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
@@ -83,11 +91,42 @@ func appendRow(path, commit, round string, m machine, r runResult, ended time.Ti
 	row := strings.Join([]string{
 		ended.UTC().Format(time.RFC3339), commit, round, r.Drill, strconv.Itoa(r.Exit),
 		strconv.FormatFloat(r.LateShare, 'g', -1, 64), r.LagP99.String(), m.Guest, strconv.FormatFloat(m.Getppid, 'f', 0, 64),
+		rightWord(r.right()), strings.Join(r.Failed, ","),
 	}, "\t")
 	if _, err := fmt.Fprintln(f, row); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// upgradeHeader rewrites the header of the TSV file at path to tsvHeader
+// when it is an older header that tsvHeader extends (its rows keep their
+// columns; the new ones are empty for them). A missing file is left
+// alone.
+func upgradeHeader(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	first, rest, _ := strings.Cut(string(b), "\n")
+	if first == tsvHeader || first == "" || !strings.HasPrefix(tsvHeader, first+"\t") {
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(tsvHeader+"\n"+rest), 0o644); err != nil {
+		return fmt.Errorf("rewrite the header of %s: %w", path, err)
+	}
+	return nil
+}
+
+// rightWord is a TSV boolean.
+func rightWord(ok bool) string {
+	if ok {
+		return "1"
+	}
+	return "0"
 }
 
 // headCommit is the short commit of the checkout drill was built from

@@ -71,7 +71,7 @@ func Build(s *scenario.Scenario) (*Plan, error) {
 		if _, ok := p.Window(a.Window); !ok {
 			return nil, fmt.Errorf("build plan: assertion %q judges window %q, which does not exist", a.Name, a.Window)
 		}
-		j := Judgement{Assertion: a.Name, Type: string(a.Type), Window: a.Window}
+		j := Judgement{Assertion: a.Name, Type: string(a.Type), Window: a.Window, ExpectFail: s.ExpectedFail(a.Name)}
 		if a.Type == scenario.AssertRestarts {
 			// The restarts judge's rule: includeStartup, by default only
 			// over the run window.

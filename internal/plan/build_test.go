@@ -90,6 +90,7 @@ func TestPrintGolden(t *testing.T) {
 	t.Parallel()
 	for _, file := range []string{
 		"scenarios/orders-db-brownout.yaml",
+		"scenarios/orders-db-brownout-naive.yaml",
 		"scenarios/payment-tax-brownout.yaml",
 		"scenarios/orders-overload-routing.yaml",
 		"testdata/scenarios/valid/command-service.yaml",

@@ -49,6 +49,10 @@ type Judgement struct {
 	// while services came up (before t=0), beside its window: its
 	// includeStartup, default true over the run window.
 	IncludeStartup bool `json:"includeStartup,omitempty"`
+	// ExpectFail: the scenario's expect.fail names this assertion, so a
+	// run of it gives the right verdict only when this assertion fails
+	// (and every judgement without ExpectFail passes).
+	ExpectFail bool `json:"expectFail,omitempty"`
 }
 
 // Plan is the whole timeline.
@@ -64,6 +68,19 @@ type Plan struct {
 	// BringUp is what the run does before t=0 (absent in records written
 	// before it was planned).
 	BringUp *BringUp `json:"bringUp,omitempty"`
+}
+
+// ExpectedFailures names the judgements a run must fail on (the
+// scenario's expect.fail), in the scenario's order; empty when every
+// assertion must pass.
+func (p *Plan) ExpectedFailures() []string {
+	var out []string
+	for _, j := range p.Judgements {
+		if j.ExpectFail {
+			out = append(out, j.Assertion)
+		}
+	}
+	return out
 }
 
 // Window returns the window named name.

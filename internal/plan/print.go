@@ -14,8 +14,9 @@ import (
 // probe timing), the timeline (one row per action and per window start or
 // end, in time order; t+0 is the moment load starts), then which
 // assertion judges which window, and for a restarts assertion whether it
-// also counts the bring-up (includeStartup). It returns the first write
-// error.
+// also counts the bring-up (includeStartup) and whether the scenario's
+// expect.fail says a run must fail on it (then a last line names the
+// assertions the run must fail on). It returns the first write error.
 func Print(w io.Writer, p *Plan) error {
 	type row struct {
 		at    int64
@@ -99,10 +100,24 @@ func Print(w io.Writer, p *Plan) error {
 		case j.Type == "restarts":
 			note = "bring-up not counted (includeStartup: false)"
 		}
+		if j.ExpectFail {
+			note = joinNote("must fail (expect.fail)", note)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.Assertion, j.Type, j.Window, from, FormatOffset(win.End), note)
 	}
 	tw.Flush()
+	if fail := p.ExpectedFailures(); len(fail) > 0 {
+		fmt.Fprintf(ew, "\nexpected verdict: FAIL (exit 1) on exactly %s (expect.fail); every other assertion must pass\n", strings.Join(fail, ", "))
+	}
 	return ew.err
+}
+
+// joinNote puts a before b, separated by "; " when both are set.
+func joinNote(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
 }
 
 // printBringUp writes the BRING-UP section.

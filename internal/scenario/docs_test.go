@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite golden files, zz_docs.go and th
 var typeFiles = []string{
 	"scenario.go", "environment.go", "compose.go", "load_workers.go", "timeline.go",
 	"dependencies.go", "services.go", "setup.go", "streams.go", "faults.go",
-	"observers.go", "stopconditions.go", "assertions.go", "redact.go", "compare.go",
+	"observers.go", "stopconditions.go", "assertions.go", "expect.go", "redact.go", "compare.go",
 	"units.go",
 }
 

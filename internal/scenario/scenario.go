@@ -66,6 +66,9 @@ type Scenario struct {
 	// Claims are times a source document claims (e.g. "unready at T=35 s");
 	// each is reported beside the measured time as a finding, never gated.
 	Claims []Claim `yaml:"claims,omitempty" json:"claims,omitempty"`
+	// Expect names the assertions a run must fail on (a naive twin's);
+	// every other assertion must pass. Default: every assertion passes.
+	Expect *Expect `yaml:"expect,omitempty" json:"expect,omitempty"`
 	// Redact adds header names and query keys to redact, and headers,
 	// query keys and env names whose values may be recorded, to the rules
 	// that keep secrets out of everything drill writes; the default rules

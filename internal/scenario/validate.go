@@ -53,6 +53,7 @@ func (s *Scenario) Validate() error {
 	v.stopConditions()
 	v.assertions()
 	v.claims()
+	v.expect()
 	v.compare()
 	v.redaction()
 	v.references()

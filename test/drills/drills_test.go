@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/drillhq/drill/internal/dependencies"
 	"github.com/drillhq/drill/internal/findings"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/scenario"
 	"github.com/drillhq/drill/internal/testutil/needs"
 	"github.com/drillhq/drill/internal/testutil/testproc"
 )
@@ -36,20 +38,52 @@ const (
 )
 
 // drillCase is one shortened drill: the scenario file (without .yaml) in
-// scenarioDir, the exit code it must end with, and, for a naive twin, the
-// check that it failed on the right assertion.
+// scenarioDir and, where the verdicts alone do not show it, a check that
+// the run went the way the drill exists for (a naive run's restarts came
+// from its liveness probe). Which assertions must fail is the scenario's
+// own declaration (expect.fail), never a list kept here.
 type drillCase struct {
-	file     string
-	wantExit int
-	// failedRight checks a naive run (exit 1) failed for the reason the
-	// drill exists for; nil for a correct build, which must pass.
-	failedRight func(t *testing.T, run *record.Run)
+	file string
+	// also checks more than the verdicts; nil when they say it all.
+	also func(t *testing.T, run *record.Run)
+}
+
+// expectOf loads the scenario at path and returns the exit code a right
+// run ends with (1 when its expect.fail names assertions, else 0) and the
+// declared assertions.
+func expectOf(t *testing.T, path string) (int, []string) {
+	t.Helper()
+	s, err := scenario.Load(path)
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	if s.Expect == nil || len(s.Expect.Fail) == 0 {
+		return record.ExitPass, nil
+	}
+	return record.ExitFail, s.Expect.Fail
+}
+
+// checkExpectation fails t unless exactly the assertions the scenario
+// declared in expect.fail failed, as run.json records them, and every
+// other passed; declared is the scenario file's list, which the run's
+// plan must carry too.
+func checkExpectation(t *testing.T, run *record.Run, declared []string) {
+	t.Helper()
+	e := run.Expectation()
+	if !slices.Equal(e.Declared, declared) {
+		t.Errorf("run.json's plan declares %v to fail, the scenario %v", e.Declared, declared)
+	}
+	if !e.Right() {
+		t.Errorf("wrong verdicts: %s; results:\n%s", e, results(run))
+	}
 }
 
 // TestDrillPairs runs each shortened drill pair with the drill binary as a
-// child process, one run after another: the correct build must exit 0 and
-// the naive twin must exit 1 on the drill's own assertion. Exit 4
-// (invalid measurement) fails the test with drill's validity message.
+// child process, one run after another: the correct build must pass every
+// assertion (exit 0) and the naive twin must fail on exactly the
+// assertions its expect.fail declares (exit 1), as run.json records the
+// verdicts. Exit 4 (invalid measurement) fails the test with drill's
+// validity message.
 func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the eight drills take about 6 minutes")
@@ -59,23 +93,24 @@ func TestDrillPairs(t *testing.T) {
 	drill := buildDrill(t, work)
 
 	cases := []drillCase{
-		{file: "orders-db-brownout", wantExit: record.ExitPass},
-		{file: "orders-db-brownout-naive", wantExit: record.ExitFail, failedRight: restartedByLiveness("pg-pause")},
-		{file: "payment-tax-brownout", wantExit: record.ExitPass},
-		{file: "payment-tax-brownout-naive", wantExit: record.ExitFail, failedRight: authP99Failed},
-		{file: "orders-overload-routing", wantExit: record.ExitPass},
-		{file: "orders-overload-routing-naive", wantExit: record.ExitFail, failedRight: unroutedUnderOverload},
-		{file: "probe-tutorial-latency", wantExit: record.ExitPass, failedRight: tutorialClaimsReported},
-		{file: "probe-tutorial-latency-naive", wantExit: record.ExitFail, failedRight: restartedByLiveness("db-latency")},
+		{file: "orders-db-brownout"},
+		{file: "orders-db-brownout-naive", also: restartedByLiveness("pg-pause")},
+		{file: "payment-tax-brownout"},
+		{file: "payment-tax-brownout-naive"},
+		{file: "orders-overload-routing"},
+		{file: "orders-overload-routing-naive"},
+		{file: "probe-tutorial-latency", also: tutorialClaimsReported},
+		{file: "probe-tutorial-latency-naive", also: restartedByLiveness("db-latency")},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			scenario, err := filepath.Abs(filepath.Join(scenarioDir, c.file+".yaml"))
+			file, err := filepath.Abs(filepath.Join(scenarioDir, c.file+".yaml"))
 			if err != nil {
 				t.Fatalf("find scenario: %v", err)
 			}
+			wantExit, declared := expectOf(t, file)
 			out := filepath.Join(work, c.file)
-			code, console := runDrill(t, drill, scenario, out, filepath.Join(work, "state"))
+			code, console := runDrill(t, drill, file, out, filepath.Join(work, "state"))
 			runJSON := filepath.Join(out, "run.json")
 			run, loadErr := record.Load(runJSON)
 			if run != nil {
@@ -92,20 +127,21 @@ func TestDrillPairs(t *testing.T) {
 				}
 				t.Fatalf("drill exited 4: the measurement is invalid, so no verdict can be trusted: %s (run.json: %s)", why, runJSON)
 			case code != record.ExitPass && code != record.ExitFail:
-				t.Fatalf("drill exited %d, want %d; the last lines it printed:\n%s", code, c.wantExit, testproc.Tail(console, 15))
+				t.Fatalf("drill exited %d, want %d; the last lines it printed:\n%s", code, wantExit, testproc.Tail(console, 15))
 			case loadErr != nil:
 				t.Fatalf("drill exited %d but its record cannot be read: %v", code, loadErr)
 			case run.ExitCode != code:
 				t.Errorf("run.json says exit %d, the process exited %d", run.ExitCode, code)
 			}
-			if code != c.wantExit {
-				t.Fatalf("drill exited %d (%s), want %d; results:\n%s(run.json: %s)", code, run.Error, c.wantExit, results(run), runJSON)
+			if code != wantExit {
+				t.Fatalf("drill exited %d (%s), want %d; results:\n%s(run.json: %s)", code, run.Error, wantExit, results(run), runJSON)
 			}
-			if c.failedRight != nil {
-				c.failedRight(t, run)
-				if t.Failed() {
-					t.Logf("run.json: %s", runJSON)
-				}
+			checkExpectation(t, run, declared)
+			if c.also != nil {
+				c.also(t, run)
+			}
+			if t.Failed() {
+				t.Logf("run.json: %s", runJSON)
 			}
 		})
 	}
@@ -167,28 +203,6 @@ func tutorialClaimsReported(t *testing.T, run *record.Run) {
 		if res := mustResult(t, run, name); res.Verdict != assert.Pass {
 			t.Errorf("%s: %s: %s", name, res.Verdict, res.Message)
 		}
-	}
-}
-
-// authP99Failed checks the naive payment-core failed auth-p99 under the tax
-// brownout (MC-RT-01, INV-BH-01): card auths queued behind tax calls.
-func authP99Failed(t *testing.T, run *record.Run) {
-	t.Helper()
-	res := mustResult(t, run, "auth-p99")
-	if res.Verdict != assert.Fail {
-		t.Fatalf("auth-p99: %s (%s, bound %s), want a failure", res.Verdict, res.Figure.Text, res.Bound)
-	}
-}
-
-// unroutedUnderOverload checks the naive order-gateway left routing under
-// overload (ADR 0077): routed-through-overload or no-flaps failed.
-func unroutedUnderOverload(t *testing.T, run *record.Run) {
-	t.Helper()
-	routed := mustResult(t, run, "routed-through-overload")
-	flaps := mustResult(t, run, "no-flaps")
-	if routed.Verdict != assert.Fail && flaps.Verdict != assert.Fail {
-		t.Fatalf("routed-through-overload %s (%s) and no-flaps %s (%s): want either to fail",
-			routed.Verdict, routed.Figure.Text, flaps.Verdict, flaps.Figure.Text)
 	}
 }
 
