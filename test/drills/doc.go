@@ -10,13 +10,17 @@
 // orders-db-brownout and probe-tutorial-latency runs must show their
 // restarts came from the liveness probe, after the fault began, and the
 // hardened probe-tutorial-latency run must report the tutorial's two
-// claimed times beside the measured ones.
+// claimed times beside the measured ones; both orders-rollout runs must
+// show the rollout deleting the three old replicas and completing, with
+// no restart counted for them.
 //
 // What a twin changes. Its stream, faults, timeline and assertions are
 // the correct drill's; it runs the reference service's naive build
-// (services[].build: naive) and, in three of the four pairs, the naive
+// (services[].build: naive) and, in three of the five pairs, the naive
 // build's probes too, as the incidents deployed them:
 //
+//   - orders-rollout: the build only (same manifest): the naive build
+//     exits at once on SIGTERM, the correct one drains.
 //   - payment-tax-brownout: the build only (both drills give payment-core
 //     the same inline probes).
 //   - orders-db-brownout: manifests/order-gateway-naive.yaml instead of
@@ -41,13 +45,13 @@
 // manifests (testdata/scenarios/drills/manifests/), whose periods are
 // shorter still: the naive liveness every 1 s against the correct
 // build's every 2 s. A naive failure is thus the build and its probes
-// together; the payment pair alone isolates the build.
+// together; the payment and rollout pairs isolate the build.
 //
 // An invalid measurement (exit 4, e.g. the load generator fell behind its
 // schedule) fails the test with drill's validity message: it is never taken
 // as a pass or as the naive build's failure.
 //
-// The eight runs go one after another (about 6 minutes on a 2-core
+// The ten runs go one after another (about 8 minutes on a 2-core
 // machine) and need PostgreSQL's server binaries (initdb, postgres), found
 // as drill finds them: on PATH or in /usr/lib/postgresql/<version>/bin.
 // Without them the test skips, saying so, or under CI=true fails. -short

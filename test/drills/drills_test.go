@@ -16,7 +16,9 @@ import (
 
 	"github.com/drillhq/drill/internal/assert"
 	"github.com/drillhq/drill/internal/dependencies"
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/findings"
+	"github.com/drillhq/drill/internal/localenv"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/scenario"
 	"github.com/drillhq/drill/internal/testutil/needs"
@@ -86,7 +88,7 @@ func checkExpectation(t *testing.T, run *record.Run, declared []string) {
 // validity message.
 func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the eight drills take about 6 minutes")
+		t.Skip("-short: the ten drills take about 8 minutes")
 	}
 	needPostgres(t)
 	work := workDir(t)
@@ -101,6 +103,8 @@ func TestDrillPairs(t *testing.T) {
 		{file: "orders-overload-routing-naive"},
 		{file: "probe-tutorial-latency", also: tutorialClaimsReported},
 		{file: "probe-tutorial-latency-naive", also: restartedByLiveness("db-latency")},
+		{file: "orders-rollout", also: rolledOut},
+		{file: "orders-rollout-naive", also: rolledOut},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -179,6 +183,28 @@ func restartedByLivenessIn(t *testing.T, run *record.Run, fault string) {
 	}
 	if liveness == 0 {
 		t.Errorf("no-restarts: no evidence names the liveness probe: %s", res.Message)
+	}
+}
+
+// rolledOut checks the rollout did what the drill is about: each of the
+// three old replicas was deleted by the rollout fault, the rollout ran to
+// completion, and those replacements did not count as restarts.
+func rolledOut(t *testing.T, run *record.Run) {
+	t.Helper()
+	deleted, complete := 0, false
+	for _, e := range run.Events {
+		switch {
+		case e.Kind == event.PodDeleted && e.Fault == "rollout":
+			deleted++
+		case e.Kind == event.Note && e.Reason == localenv.ReasonRolloutComplete:
+			complete = true
+		}
+	}
+	if deleted != 3 || !complete {
+		t.Errorf("rollout: %d pods deleted by it (want 3), complete %t (want true)", deleted, complete)
+	}
+	if res := mustResult(t, run, "no-restarts"); res.Verdict != assert.Pass {
+		t.Errorf("no-restarts: %s (%s), want pass: pods the rollout replaced are no restarts", res.Verdict, res.Figure.Text)
 	}
 }
 
