@@ -83,6 +83,7 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		}
 	}
 	if r.env != nil {
+		rec.Validity.Problems = append(rec.Validity.Problems, r.standInsEnded()...)
 		rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.placement.Warnings()...)
 		if r.env.compose != nil {
 			rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.compose.warnings...)

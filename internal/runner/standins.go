@@ -41,7 +41,13 @@ func (r *run) keepStandIn(p *standin.Process) error {
 	}
 	r.env.standIns = append(r.env.standIns, p)
 	r.env.onClose("stand-in "+p.Name(), func(ctx context.Context) error {
-		if err := p.Stop(ctx); err != nil {
+		err := p.Stop(ctx)
+		if _, early := p.Early(); early != nil {
+			// Gone before drill stopped it: VALIDITY says so (standInsEnded),
+			// and there is no process left for drill cleanup to end.
+			err = nil
+		}
+		if err != nil {
 			return err
 		}
 		return r.journal.Record(inject.StandInEntry(inject.OpRevert, p.Name(), ids[0]))
@@ -89,7 +95,64 @@ func (r *run) startToxiproxyStandIn(ctx context.Context) (inject.Toxiproxy, erro
 	if err := r.keepStandIn(p); err != nil {
 		return nil, exitcode.Wrap(exitcode.CouldNotRun, err)
 	}
-	return tp, nil
+	return ownedToxiproxy{Toxiproxy: tp, p: p}, nil
+}
+
+// ownedToxiproxy is the run's own Toxiproxy stand-in. Once its process
+// has ended before drill stopped it, it holds no proxy and no toxic (its
+// listeners went with it): removing them succeeds and listing them finds
+// none, so the revert and its read-back say what is true (nothing left)
+// instead of failing on a refused connection. The run is INVALID for it
+// anyway ([run.standInsEnded]).
+type ownedToxiproxy struct {
+	inject.Toxiproxy
+	p *standin.Process
+}
+
+func (o ownedToxiproxy) gone() bool {
+	_, err := o.p.Early()
+	return err != nil
+}
+
+// DeleteProxy is [inject.Toxiproxy.DeleteProxy]; nil once the process ended.
+func (o ownedToxiproxy) DeleteProxy(ctx context.Context, name string) error {
+	if o.gone() {
+		return nil
+	}
+	return o.Toxiproxy.DeleteProxy(ctx, name)
+}
+
+// RemoveToxic is [inject.Toxiproxy.RemoveToxic]; nil once the process
+// ended.
+func (o ownedToxiproxy) RemoveToxic(ctx context.Context, proxy, toxic string) error {
+	if o.gone() {
+		return nil
+	}
+	return o.Toxiproxy.RemoveToxic(ctx, proxy, toxic)
+}
+
+// SetEnabled is [inject.Toxiproxy.SetEnabled]; nil once the process ended.
+func (o ownedToxiproxy) SetEnabled(ctx context.Context, name string, enabled bool) error {
+	if o.gone() {
+		return nil
+	}
+	return o.Toxiproxy.SetEnabled(ctx, name, enabled)
+}
+
+// Proxies is [inject.Toxiproxy.Proxies]; none once the process ended.
+func (o ownedToxiproxy) Proxies(ctx context.Context) (map[string]inject.ProxyInfo, error) {
+	if o.gone() {
+		return map[string]inject.ProxyInfo{}, nil
+	}
+	return o.Toxiproxy.Proxies(ctx)
+}
+
+// Toxics is [inject.Toxiproxy.Toxics]; none once the process ended.
+func (o ownedToxiproxy) Toxics(ctx context.Context, proxy string) ([]inject.Toxic, error) {
+	if o.gone() {
+		return nil, nil
+	}
+	return o.Toxiproxy.Toxics(ctx, proxy)
 }
 
 // serviceListener starts the listener of a local Service as a stand-in
@@ -103,4 +166,21 @@ func (r *run) serviceListener(ctx context.Context, service, listen string, b loc
 		return nil, err
 	}
 	return l, nil
+}
+
+// standInsEnded says, for each stand-in that ended before drill stopped
+// it, why the measurement is invalid: what it carried (proxied bytes and
+// faults, stub answers, a Service's other clients) was gone for the rest
+// of the run, so the system was not the one the scenario describes.
+func (r *run) standInsEnded() []string {
+	var out []string
+	for _, p := range r.env.standIns {
+		at, err := p.Early()
+		if err == nil {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%v at t=%.1fs: what it carried was gone for the rest of the run",
+			err, r.clock.Offset(at).Seconds()))
+	}
+	return out
 }

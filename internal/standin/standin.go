@@ -123,6 +123,9 @@ type Process struct {
 	waitErr error
 	relayed sync.WaitGroup // stdout and stderr relays
 	stopped bool
+	// early: the child ended before drill stopped it, at endedAt.
+	early   bool
+	endedAt time.Time
 }
 
 // ErrExited is returned by [Process.Send] once the child has ended.
@@ -195,6 +198,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		p.mu.Lock()
 		early := !p.stopped
 		p.stopped = true
+		p.early, p.endedAt = early, time.Now()
 		p.mu.Unlock()
 		if early {
 			p.log.Error("stand-in ended before drill stopped it", "err", p.waitErr)
@@ -361,6 +365,23 @@ func (p *Process) Stop(ctx context.Context) error {
 		return fmt.Errorf("stand-in %s: %w", p.name, p.waitErr)
 	}
 	return nil
+}
+
+// Early reports a child that ended before drill stopped it (it crashed,
+// or something killed it): when (wall clock with Go's monotonic reading)
+// and an error naming the stand-in, its pid and how it ended. A zero time
+// and nil while it runs or once drill stopped it.
+func (p *Process) Early() (time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.early {
+		return time.Time{}, nil
+	}
+	how := "exited"
+	if p.waitErr != nil {
+		how = p.waitErr.Error()
+	}
+	return p.endedAt, fmt.Errorf("stand-in %s (pid %d) ended before drill stopped it (%s)", p.name, p.cmd.Process.Pid, how)
 }
 
 // kill ends the child at once and waits for it.

@@ -149,14 +149,14 @@ func TestReadyTimeoutKillsTheChild(t *testing.T) {
 }
 
 // TestStandInEndsWithItsParent kills a parent process (this test binary
-// run again as TestHelperParent) with SIGKILL and checks its stand-in
+// run again as helperParent) with SIGKILL and checks its stand-in
 // ends by itself: the kernel closes the stand-in's stdin.
 func TestStandInEndsWithItsParent(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestHelperParent$")
+	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), "STANDIN_TEST_PARENT=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -185,17 +185,29 @@ func TestStandInEndsWithItsParent(t *testing.T) {
 	}
 }
 
-// TestHelperParent is the parent of TestStandInEndsWithItsParent.
-func TestHelperParent(t *testing.T) {
-	if os.Getenv("STANDIN_TEST_PARENT") != "1" {
-		t.Skip("helper process of TestStandInEndsWithItsParent")
-	}
+// helperParent is the parent of TestStandInEndsWithItsParent: this test
+// binary run again with STANDIN_TEST_PARENT=1, which TestMain sends here
+// instead of to the tests. It starts a stand-in, prints its pid and waits
+// to be killed.
+func helperParent() {
 	p, _, err := StartToxiproxy(context.Background(), Config{})
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	fmt.Println("child " + strconv.Itoa(p.PID()))
 	time.Sleep(time.Minute) // killed long before
+	os.Exit(1)
+}
+
+// TestMain runs the tests, or, in a child of TestStandInEndsWithItsParent,
+// the helper parent (so no test is reported skipped for it). Stand-in
+// children of the tests are dispatched earlier, by the package's init.
+func TestMain(m *testing.M) {
+	if os.Getenv("STANDIN_TEST_PARENT") == "1" {
+		helperParent()
+	}
+	os.Exit(m.Run())
 }
 
 // TestServiceStandIn: the listener in its own process follows endpoint
@@ -259,4 +271,46 @@ func TestServiceStandIn(t *testing.T) {
 		t.Fatalf("followed %d changes, slowest %s; want 3, above 0 and under 10 s", n, slowest)
 	}
 	l.SetEndpoint("orders-0", ln.Addr().String(), 0, true) // after Close: dropped quietly
+}
+
+// TestEarly: a stand-in killed behind drill's back reports it (with how
+// it ended); one drill stopped does not.
+func TestEarly(t *testing.T) {
+	ctx := context.Background()
+	stubs := []StubSpec{{Name: "a", Spec: scenario.HTTPStubDep{}}}
+	stopped, _, err := StartStubs(ctx, Config{Name: "stopped"}, stubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stopped.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if at, err := stopped.Early(); err != nil || !at.IsZero() {
+		t.Errorf("stopped stand-in: Early() = %v, %v; want zero, nil", at, err)
+	}
+	killed, _, err := StartStubs(ctx, Config{Name: "killed"}, stubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer killed.Stop(ctx)
+	if _, err := killed.Early(); err != nil {
+		t.Errorf("running stand-in: Early() = %v, want nil", err)
+	}
+	if err := syscall.Kill(killed.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		at, err := killed.Early()
+		if err != nil {
+			if at.IsZero() || !strings.Contains(err.Error(), "stand-in killed") || !strings.Contains(err.Error(), "signal: killed") {
+				t.Errorf("Early() = %v, %v; want its time and an error naming it and the signal", at, err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Early() still nil 30 s after SIGKILL")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

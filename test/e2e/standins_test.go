@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drillhq/drill/internal/record"
 )
 
 // standIns lists the stand-in processes of a case (their argv[0] is
@@ -58,5 +61,55 @@ func TestSIGKILLLeavesNoStandIn(t *testing.T) {
 		if !strings.Contains(out, "gone     stand-in process "+name+" (run "+c.RunID+")") {
 			t.Errorf("drill cleanup does not say stand-in %s is gone:\n%s", name, out)
 		}
+	}
+}
+
+// TestStandInDeathInvalidatesRun: the run's Toxiproxy stand-in is killed
+// mid-run (SIGKILL, as the OOM killer would); drill goes on, then says the
+// measurement is INVALID naming the stand-in (exit 4), and its cleanup is
+// verified: a dead Toxiproxy holds no proxy, and no stand-in is left for
+// drill cleanup.
+func TestStandInDeathInvalidatesRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs drill as a child process for about 15 s")
+	}
+	drill, _ := binaries(t)
+	c := newCase(t)
+	t.Cleanup(func() { killProcesses(c) })
+	scenario := c.writeScenario(t, "standin-dies.yaml.tmpl", map[string]string{"Name": "standin-dies"})
+	p := startDrill(t, c, drill, "run", "--state-dir", c.State, "--out", c.Out, "--run-id", c.RunID, scenario)
+	waitJournalSeconds(t, c, 2)
+	killed := 0
+	for _, s := range standIns(c) {
+		if strings.HasPrefix(s.Cmdline, "drill-standin-toxiproxy") {
+			if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("killed %d Toxiproxy stand-ins, want 1; processes:\n%s", killed, joinProcs(processesOf(c)))
+	}
+	if code, sig := p.exit(); code != 4 {
+		t.Fatalf("drill exited %d (signal %v), want 4 (INVALID)", code, sig)
+	}
+	rec, err := record.Load(filepath.Join(c.Out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := false
+	for _, pr := range rec.Validity.Problems {
+		named = named || strings.Contains(pr, "stand-in toxiproxy") && strings.Contains(pr, "ended before drill stopped it")
+	}
+	if !named {
+		t.Errorf("validity problems do not name the dead stand-in: %q", rec.Validity.Problems)
+	}
+	if !rec.Cleanup.Verified {
+		t.Errorf("cleanup not verified: %+v", rec.Cleanup)
+	}
+	code, out := runDrill(t, c, drill, "cleanup", "--state-dir", c.State, "--run", c.RunID)
+	if code != 0 || strings.Contains(out, "ended pid") {
+		t.Errorf("drill cleanup after the run exited %d, want 0 with nothing to end:\n%s", code, out)
 	}
 }
