@@ -189,6 +189,8 @@ ready again".`,
 	fs.Float64Var(&cfg.PressureThreshold, "pressure-threshold", ordergateway.DefaultPressureThreshold, "in-flight fraction of --max-inflight counted as pressure")
 	fs.DurationVar(&cfg.PressureWindow, "pressure-window", ordergateway.DefaultPressureWindow, "stalled mode: time without a written order that makes pressure a stall")
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "extra start-up time before the first readiness pass (startup probe drills)")
+	fs.Float64Var(&cfg.WarmupRate, "warmup-rate", 0, "orders/s at which a starting replica primes its cache of the orders written so far (0: no such warm-up; cold-start drills)")
+	fs.DurationVar(&cfg.WarmupMax, "warmup-max", ordergateway.DefaultWarmupMax, "longest warm-up of --warmup-rate")
 	return cmd
 }
 

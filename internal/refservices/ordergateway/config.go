@@ -115,6 +115,16 @@ type Config struct {
 	// Warmup delays the first readiness pass after the pool is up, to
 	// imitate a slow start (startup probe drills); default 0.
 	Warmup time.Duration
+	// WarmupRate, when > 0, adds a warm-up that grows with the data: the
+	// replica primes a cache of the orders written so far at this many
+	// orders per second (it counts them and waits count/WarmupRate, at
+	// most WarmupMax), so a replica that starts on an empty table is warm
+	// at once and one that replaces another under load starts cold (the
+	// cold-start drills of MC-PS-01). Orders/s; default 0 (off).
+	WarmupRate float64
+	// WarmupMax caps the warm-up of WarmupRate; default 100s (the startup
+	// window MC-PS-01 allows).
+	WarmupMax time.Duration
 	// MaxBodyBytes caps an order's body; larger ones get 413; default 64 KiB.
 	MaxBodyBytes int64
 	// DebugEndpoints enables POST /debug/watchdog/stop, which stops the
@@ -166,7 +176,14 @@ func (c *Config) SetDefaults() {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.WarmupMax == 0 {
+		c.WarmupMax = DefaultWarmupMax
+	}
 }
+
+// DefaultWarmupMax is [Config.WarmupMax]'s default: 100 s, the warm-up
+// HEALTH-ORD-001 MC-PS-01's startup probe allows.
+const DefaultWarmupMax = 100 * time.Second
 
 // Validate reports every invalid field, by its flag name.
 func (c Config) Validate() error {
@@ -196,6 +213,12 @@ func (c Config) Validate() error {
 	}
 	if c.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("--warmup: must be >= 0, got %s", c.Warmup))
+	}
+	if c.WarmupRate < 0 {
+		errs = append(errs, fmt.Errorf("--warmup-rate: must be >= 0, got %g", c.WarmupRate))
+	}
+	if c.WarmupMax < 0 {
+		errs = append(errs, fmt.Errorf("--warmup-max: must be >= 0, got %s", c.WarmupMax))
 	}
 	if c.MaxBodyBytes < 1 {
 		errs = append(errs, fmt.Errorf("max body bytes: must be >= 1, got %d", c.MaxBodyBytes))

@@ -268,6 +268,9 @@ func (s *Service) startUp(ctx context.Context) {
 	if s.cfg.Warmup > 0 && !refservices.Sleep(ctx, s.cfg.Warmup) {
 		return
 	}
+	if !s.primeCache(ctx) {
+		return
+	}
 	s.warm.Store(true)
 	if s.Naive() {
 		return
@@ -280,6 +283,30 @@ func (s *Service) startUp(ctx context.Context) {
 		s.Logger.Info("readiness interval", "every", s.cfg.ReadinessInterval)
 		s.Health().RunInterval(ctx, s.cfg.ReadinessInterval)
 	}
+}
+
+// primeCache is the warm-up of Config.WarmupRate: it counts the orders
+// written so far and waits count/WarmupRate (at most WarmupMax), as a
+// replica priming a cache of them would. It reports false when ctx ended
+// first; a failed count is logged and skips the warm-up.
+func (s *Service) primeCache(ctx context.Context) bool {
+	if s.cfg.WarmupRate <= 0 {
+		return true
+	}
+	pool := s.pool.Load()
+	if pool == nil {
+		return true
+	}
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var n int64
+	if err := pool.QueryRow(qctx, "SELECT count(*) FROM orders").Scan(&n); err != nil {
+		s.Logger.Warn("cannot count orders to prime the cache; no warm-up", "err", err)
+		return ctx.Err() == nil
+	}
+	d := min(time.Duration(float64(n)/s.cfg.WarmupRate*float64(time.Second)), s.cfg.WarmupMax)
+	s.Logger.Info("priming the order cache", "orders", n, "rate", s.cfg.WarmupRate, "takes", d.Round(time.Millisecond))
+	return refservices.Sleep(ctx, d)
 }
 
 // logBudget logs the replica's connection budget (request pool size +
@@ -364,6 +391,12 @@ func (s *Service) serveDeepHealth(w http.ResponseWriter, r *http.Request) {
 	pool := s.pool.Load()
 	if pool == nil {
 		refservices.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": "request pool not open yet"})
+		return
+	}
+	if !s.warm.Load() {
+		// One endpoint for everything: a replica still warming up looks
+		// down, to liveness as well (the naive build has no startup probe).
+		refservices.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": "warming up"})
 		return
 	}
 	var one int

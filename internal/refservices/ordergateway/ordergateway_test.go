@@ -393,3 +393,46 @@ func listen(t *testing.T) net.Listener {
 	}
 	return ln
 }
+
+// TestColdStartGrowsWithOrders: with --warmup-rate, a replica on an empty
+// table is warm at once, and one started after orders were written warms
+// up for count/rate: its startup probe (correct: 503 "starting", while
+// liveness answers 200) or its one deep /health (naive, which liveness
+// also reads: 503 "warming up") fails meanwhile. Checked by order of
+// answers, with generous waits.
+func TestColdStartGrowsWithOrders(t *testing.T) {
+	pg := testutil.Postgres(t)
+	// The first replica: empty table, warm at once; it writes 40 orders.
+	_, u := startGateway(t, Config{DatabaseURL: pg.DSN, WarmupRate: 10})
+	refservicestest.WaitStatus(t, u+refservices.PathStartup, http.StatusOK, 20*time.Second)
+	for i := range 40 {
+		if r := refservicestest.Do(http.MethodPost, u+"/orders", fmt.Sprintf(`{"id":"cold-%d"}`, i), 5*time.Second); r.Status != http.StatusCreated {
+			t.Fatalf("order %d: %d %q", i, r.Status, r.Body)
+		}
+	}
+	// Replicas started now count 40 orders at 10/s: 4 s of warm-up.
+	for _, tc := range []struct {
+		build      refservices.Build
+		path, body string
+	}{{refservices.BuildCorrect, refservices.PathStartup, "starting"}, {refservices.BuildNaive, "/health", "warming up"}} {
+		t.Run(string(tc.build), func(t *testing.T) {
+			_, u := startGateway(t, Config{DatabaseURL: pg.DSN, Build: tc.build, WarmupRate: 10})
+			var warming bool
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) && !warming {
+				r := refservicestest.Do(http.MethodGet, u+tc.path, "", time.Second)
+				warming = r.Status == http.StatusServiceUnavailable && strings.Contains(r.Body, tc.body)
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !warming {
+				t.Fatalf("%s never answered 503 %s in the first 3 s of a 4 s warm-up", tc.path, tc.body)
+			}
+			if tc.build == refservices.BuildCorrect {
+				if r := refservicestest.Do(http.MethodGet, u+refservices.PathLive, "", time.Second); r.Status != http.StatusOK {
+					t.Errorf("liveness while warming up: %d %q, want 200 (no I/O, MC-PS-01)", r.Status, r.Body)
+				}
+			}
+			refservicestest.WaitStatus(t, u+tc.path, http.StatusOK, 30*time.Second)
+		})
+	}
+}
