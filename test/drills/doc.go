@@ -7,8 +7,9 @@
 // expect.fail, and pass every other, as run.json records the verdicts
 // (record.Run.Expectation). The declarations are the scenarios'; the test
 // keeps no list of its own. Beyond the verdicts, the naive
-// orders-db-brownout and probe-tutorial-latency runs must show their
-// restarts came from the liveness probe, after the fault began, and the
+// orders-db-brownout, probe-tutorial-latency and orders-cold-start runs
+// must show their restarts came from the liveness probe, after the fault
+// began, and the
 // hardened probe-tutorial-latency run must report the tutorial's two
 // claimed times beside the measured ones; both orders-rollout runs must
 // show the rollout deleting the three old replicas and completing, with
@@ -16,11 +17,14 @@
 //
 // What a twin changes. Its stream, faults, timeline and assertions are
 // the correct drill's; it runs the reference service's naive build
-// (services[].build: naive) and, in three of the five pairs, the naive
+// (services[].build: naive) and, in four of the six pairs, the naive
 // build's probes too, as the incidents deployed them:
 //
 //   - orders-rollout: the build only (same manifest): the naive build
 //     exits at once on SIGTERM, the correct one drains.
+//   - orders-cold-start: the naive manifest, as orders-db-brownout: no
+//     startup probe, so liveness on the deep /health restarts the
+//     replacement while it warms up.
 //   - payment-tax-brownout: the build only (both drills give payment-core
 //     the same inline probes).
 //   - orders-db-brownout: manifests/order-gateway-naive.yaml instead of
@@ -51,7 +55,7 @@
 // schedule) fails the test with drill's validity message: it is never taken
 // as a pass or as the naive build's failure.
 //
-// The ten runs go one after another (about 8 minutes on a 2-core
+// The twelve runs go one after another (about 10 minutes on a 2-core
 // machine) and need PostgreSQL's server binaries (initdb, postgres), found
 // as drill finds them: on PATH or in /usr/lib/postgresql/<version>/bin.
 // Without them the test skips, saying so, or under CI=true fails. -short

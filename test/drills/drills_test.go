@@ -88,7 +88,7 @@ func checkExpectation(t *testing.T, run *record.Run, declared []string) {
 // validity message.
 func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the ten drills take about 8 minutes")
+		t.Skip("-short: the twelve drills take about 10 minutes")
 	}
 	needPostgres(t)
 	work := workDir(t)
@@ -105,6 +105,8 @@ func TestDrillPairs(t *testing.T) {
 		{file: "probe-tutorial-latency-naive", also: restartedByLiveness("db-latency")},
 		{file: "orders-rollout", also: rolledOut},
 		{file: "orders-rollout-naive", also: rolledOut},
+		{file: "orders-cold-start"},
+		{file: "orders-cold-start-naive", also: restartedByLiveness("cold-kill")},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
