@@ -115,7 +115,9 @@ const (
 	// EndpointNotReady: the endpoint is present with conditions.ready=false
 	// (Service, Pod, Address; Detail: serving/terminating flags).
 	EndpointNotReady Kind = "endpoint-not-ready"
-	// EndpointRemoved: the endpoint is gone from every slice (Service, Pod, Address).
+	// EndpointRemoved: the endpoint is gone from every slice (Service, Pod,
+	// Address). From a local Service, Value is how many requests routed to
+	// it failed at the backend over its life (answered 502).
 	EndpointRemoved Kind = "endpoint-removed"
 
 	// DependencyAnswered: the first bytes a dependency sent back through a

@@ -78,24 +78,29 @@ const (
 	KindErrors Kind = "errors-by-phase"
 	// KindClaim: a time a source document claims, beside the one measured.
 	KindClaim Kind = "claim"
+	// KindPodFailures: requests that failed at the backend on each pod a
+	// platform fault (pod-kill, rollout) deleted, from its deletion to its
+	// leaving the Service.
+	KindPodFailures Kind = "pod-failures"
 )
 
 // Severity rules: the Rule a finding carries names the one that set its
 // severity. Each is documented in docs/findings.md.
 const (
-	RuleUnroutableAfterFault = "unroutable-after-fault"    // warning: no ready replica for 1 s or more after the fault ended
-	RuleUnroutableNoFault    = "unroutable-without-fault"  // warning: no ready replica and no fault on
-	RuleUnroutableDuring     = "unroutable-during-fault"   // notice: no ready replica while the fault was on
-	RuleLateDetection        = "detection-at-or-after-end" // warning: routing did not react while the fault lasted (first unready in its last second or later)
-	RuleErrorsAfter          = "more-errors-after-fault"   // warning: more errors after a fault than during it
-	RuleSomeErrorsAfter      = "errors-after-fault"        // notice: errors after the fault ended
-	RuleRestartDuringFault   = "restart-during-fault"      // warning: a replica restarted while a fault was on
-	RuleRestartBeforeLoad    = "restart-before-load"       // warning: replicas restarted before load began
-	RuleRestartOther         = "restart"                   // notice: restarts outside a fault
-	RuleCrashLoop            = "crash-loop"                // warning: CrashLoopBackOff entered
-	RuleNotRecovered         = "not-recovered"             // warning: a stream did not recover before the run ended
-	RuleNotReturned          = "not-back-in-routing"       // warning: replicas that left routing never came back
-	RuleClaimMismatch        = "claim-differs"             // notice: a claimed time differs from the measured one
+	RuleUnroutableAfterFault = "unroutable-after-fault"          // warning: no ready replica for 1 s or more after the fault ended
+	RuleUnroutableNoFault    = "unroutable-without-fault"        // warning: no ready replica and no fault on
+	RuleUnroutableDuring     = "unroutable-during-fault"         // notice: no ready replica while the fault was on
+	RuleLateDetection        = "detection-at-or-after-end"       // warning: routing did not react while the fault lasted (first unready in its last second or later)
+	RuleErrorsAfter          = "more-errors-after-fault"         // warning: more errors after a fault than during it
+	RuleSomeErrorsAfter      = "errors-after-fault"              // notice: errors after the fault ended
+	RuleRestartDuringFault   = "restart-during-fault"            // warning: a replica restarted while a fault was on
+	RuleRestartBeforeLoad    = "restart-before-load"             // warning: replicas restarted before load began
+	RuleRestartOther         = "restart"                         // notice: restarts outside a fault
+	RuleCrashLoop            = "crash-loop"                      // warning: CrashLoopBackOff entered
+	RuleNotRecovered         = "not-recovered"                   // warning: a stream did not recover before the run ended
+	RuleNotReturned          = "not-back-in-routing"             // warning: replicas that left routing never came back
+	RuleClaimMismatch        = "claim-differs"                   // notice: a claimed time differs from the measured one
+	RulePodFailures          = "requests-failed-on-deleted-pods" // notice: requests failed on pods a platform fault deleted
 )
 
 // Figure is one number of a finding: Value in Unit ("s", "count",
@@ -238,6 +243,8 @@ func Compute(in Input) []Finding {
 		for _, s := range c.services {
 			if !f.platform { // a platform fault's unready pods are its own doing
 				out = append(out, c.detection(f, s)...)
+			} else {
+				out = append(out, c.podFailures(f, s)...)
 			}
 			out = append(out, c.routingLag(f, s)...)
 		}

@@ -363,3 +363,66 @@ func (c *ctx) crashLoops(service string) []Finding {
 		len(pods), total, service, at(first), c.phaseOf(first), strings.Join(pods, ", "))
 	return []Finding{fd}
 }
+
+// podFailures reports, for a platform fault, the requests that failed at
+// the backend (the local Service answered them 502: refused, reset) on
+// each pod the fault deleted, from its Killing to its leaving the Service
+// (the EndpointRemoved event's Value), and how many on pods it did not
+// delete. Nothing when the service's pods were not deleted by it or the
+// Service does not count (kubernetes, compose).
+func (c *ctx) podFailures(f faultSpan, service string) []Finding {
+	killed := map[string]time.Duration{}
+	for _, e := range c.events {
+		if e.Service == service && e.Fault == f.name && e.Kind == event.K8sEvent && e.Reason == "Killing" {
+			if _, ok := killed[e.Pod]; !ok {
+				killed[e.Pod] = e.At
+			}
+		}
+	}
+	if len(killed) == 0 {
+		return nil
+	}
+	type podFail struct {
+		pod          string
+		killed, left time.Duration
+		n            int64
+	}
+	var fails []podFail
+	var total, others int64
+	counted := false
+	for _, e := range c.events {
+		if e.Service != service || e.Kind != event.EndpointRemoved || e.At < f.on || e.At > f.recEnd {
+			continue
+		}
+		if !strings.Contains(e.Detail, "failed at the backend") {
+			continue // not from a Service that counts them
+		}
+		counted = true
+		n := int64(e.Value)
+		if k, ok := killed[e.Pod]; ok {
+			fails = append(fails, podFail{pod: e.Pod, killed: k, left: e.At, n: n})
+			total += n
+		} else {
+			others += n
+		}
+	}
+	if !counted {
+		return nil
+	}
+	sort.Slice(fails, func(i, j int) bool { return fails[i].killed < fails[j].killed })
+	fd := Finding{Kind: KindPodFailures, Severity: Info, Service: service, Fault: f.name, Start: f.on, End: f.recEnd}
+	var parts []string
+	for _, p := range fails {
+		parts = append(parts, fmt.Sprintf("%s %d (deleted at %s s, left the Service %s later)", p.pod, p.n, at(p.killed), seconds(p.left-p.killed)))
+		fd.Figures = append(fd.Figures, countFigure("failed:"+p.pod, p.n))
+	}
+	fd.Figures = append(fd.Figures, countFigure("failed-on-deleted-pods", total), countFigure("failed-on-other-pods", others))
+	if total == 0 {
+		fd.Text = fmt.Sprintf("no request to the %s of %s that %s deleted failed at the backend", plural(len(fails), "pod"), service, f.name)
+		return []Finding{fd}
+	}
+	fd.Severity, fd.Rule = Notice, RulePodFailures
+	fd.Text = fmt.Sprintf("%d requests to pods of %s that %s deleted failed at the backend (answered 502 by the local Service) while they were being deleted: %s; %d on other pods",
+		total, service, f.name, strings.Join(parts, ", "), others)
+	return []Finding{fd}
+}

@@ -1,6 +1,7 @@
 package findings_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -417,6 +418,50 @@ func TestPlatformFaultIsNoDetection(t *testing.T) {
 		}
 		if detection != tc.wantDetection || !routed {
 			t.Errorf("%s: detection finding %t (want %t), routing finding %t (want true)", tc.typ, detection, tc.wantDetection, routed)
+		}
+	}
+}
+
+// TestPodFailures: for a platform fault, the requests that failed at the
+// backend on each pod it deleted (the local Service's count on the pod's
+// EndpointRemoved) are a notice naming each pod; none is an info line.
+func TestPodFailures(t *testing.T) {
+	for _, tc := range []struct {
+		failed   float64
+		severity findings.Severity
+		text     string
+	}{
+		{75, findings.Notice, "75 requests to pods of order-gateway that roll deleted failed at the backend (answered 502 by the local Service) while they were being deleted: order-gateway-0 75 (deleted at t=25.0 s, left the Service 1.0 s later); 2 on other pods"},
+		{0, findings.Info, "no request to the 1 pod of order-gateway that roll deleted failed at the backend"},
+	} {
+		r := newRun()
+		r.sc.Faults = []scenario.Fault{{Name: "pg-pause", Type: scenario.FaultRollout}}
+		for i := range r.plan.Actions {
+			r.plan.Actions[i].Target = "roll"
+		}
+		for i := range r.events {
+			if r.events[i].Fault == "pg-pause" {
+				r.events[i].Fault = "roll"
+			}
+		}
+		r.plan.Windows = append(r.plan.Windows, plan.Window{Name: "recovery:roll", Start: sec(35), End: sec(65), Fault: "roll"})
+		r.sc.Faults[0].Name = "roll"
+		detail := func(n float64) string {
+			return fmt.Sprintf("endpoint removed; %d requests to it failed at the backend (answered 502)", int(n))
+		}
+		r.events = append(r.events,
+			event.Event{At: sec(25), Kind: event.K8sEvent, Reason: "Killing", Service: "order-gateway", Pod: pods[0], Fault: "roll"},
+			event.Event{At: sec(26), Kind: event.EndpointRemoved, Service: "order-gateway", Pod: pods[0], Value: tc.failed, Detail: detail(tc.failed)},
+			event.Event{At: sec(27), Kind: event.EndpointRemoved, Service: "order-gateway", Pod: "order-gateway-9", Value: 2, Detail: detail(2)},
+		)
+		var got []findings.Finding
+		for _, f := range r.compute() {
+			if f.Kind == findings.KindPodFailures {
+				got = append(got, f)
+			}
+		}
+		if len(got) != 1 || got[0].Severity != tc.severity || !strings.HasPrefix(got[0].Text, tc.text) {
+			t.Errorf("failed=%v: pod-failures findings %+v, want one %s: %q", tc.failed, got, tc.severity, tc.text)
 		}
 	}
 }

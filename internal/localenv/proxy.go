@@ -70,6 +70,15 @@ type endpoint struct {
 	// is its readiness meanwhile (EndpointSlice conditions.serving).
 	terminating, serving bool
 	rp                   *httputil.ReverseProxy
+	// failed counts the requests to it that failed at the backend (the
+	// Service answered them 502: refused, reset, closed mid-answer).
+	failed *atomic.Int64
+}
+
+// newEndpoint is the endpoint of pod at addr with its reverse proxy.
+func (p *Proxy) newEndpoint(pod, addr string, order int) *endpoint {
+	failed := new(atomic.Int64)
+	return &endpoint{pod: pod, addr: addr, order: order, rp: p.newReverseProxy(pod, addr, failed), failed: failed}
 }
 
 // NewProxy listens on addr (host:port; "" means 127.0.0.1:0) and serves
@@ -220,6 +229,7 @@ func (p *Proxy) RoundTripVia(base http.RoundTripper, req *http.Request) (*http.R
 		if req.Context().Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, err
 		}
+		e.failed.Add(1)
 		return p.answer(req, http.StatusBadGateway, "backend-error",
 			p.backendErrorBody(e.pod, err)), nil
 	}
@@ -419,7 +429,7 @@ func (p *Proxy) SetEndpoint(pod, addr string, order int, ready bool) {
 	}
 	e, ok := p.eps[pod]
 	if !ok || e.addr != addr {
-		e = &endpoint{pod: pod, addr: addr, order: order, rp: p.newReverseProxy(pod, addr)}
+		e = p.newEndpoint(pod, addr, order)
 		p.eps[pod] = e
 		if !ready {
 			return // a new, unready endpoint: nothing routed, nothing changed
@@ -454,7 +464,7 @@ func (p *Proxy) SetEndpointTerminating(pod, addr string, order int, serving bool
 	}
 	e, ok := p.eps[pod]
 	if !ok || e.addr != addr {
-		e = &endpoint{pod: pod, addr: addr, order: order, rp: p.newReverseProxy(pod, addr)}
+		e = p.newEndpoint(pod, addr, order)
 		p.eps[pod] = e
 	}
 	if ok && e.terminating && e.serving == serving {
@@ -483,7 +493,10 @@ func (p *Proxy) RemoveEndpoint(pod string) {
 	if e.ready {
 		p.publishLocked()
 	}
-	p.emitLocked(event.EndpointRemoved, e, "endpoint removed")
+	n := e.failed.Load()
+	p.sink.Emit(event.Event{At: p.clock.Now(), Kind: event.EndpointRemoved, Source: p.source, Service: p.service,
+		Pod: e.pod, Address: e.addr, Value: float64(n),
+		Detail: fmt.Sprintf("endpoint removed; %d requests to it failed at the backend (answered 502)", n)})
 }
 
 // Close stops routing (emitting EndpointRemoved for every endpoint), then
@@ -552,7 +565,7 @@ type bytePool struct{ p sync.Pool }
 func (b *bytePool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
 func (b *bytePool) Put(x []byte) { b.p.Put(&x) }
 
-func (p *Proxy) newReverseProxy(pod, addr string) *httputil.ReverseProxy {
+func (p *Proxy) newReverseProxy(pod, addr string, failed *atomic.Int64) *httputil.ReverseProxy {
 	target := &url.URL{Scheme: "http", Host: addr}
 	log := p.log.With("pod", pod)
 	return &httputil.ReverseProxy{
@@ -575,6 +588,7 @@ func (p *Proxy) newReverseProxy(pod, addr string) *httputil.ReverseProxy {
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
+			failed.Add(1)
 			log.Debug("backend request failed", "err", err)
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set(measure.ServiceAnswerHeader, "backend-error")
