@@ -191,6 +191,7 @@ ready again".`,
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "extra start-up time before the first readiness pass (startup probe drills)")
 	fs.Float64Var(&cfg.WarmupRate, "warmup-rate", 0, "orders/s at which a starting replica primes its cache of the orders written so far (0: no such warm-up; cold-start drills)")
 	fs.DurationVar(&cfg.WarmupMax, "warmup-max", ordergateway.DefaultWarmupMax, "longest warm-up of --warmup-rate")
+	fs.StringVar(&cfg.VendorURL, "vendor-url", "", "a third-party API's health URL: kept out of readiness (correct, INV-HLT-03), checked by the one deep /health (naive)")
 	return cmd
 }
 

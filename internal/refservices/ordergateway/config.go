@@ -125,6 +125,13 @@ type Config struct {
 	// WarmupMax caps the warm-up of WarmupRate; default 100s (the startup
 	// window MC-PS-01 allows).
 	WarmupMax time.Duration
+	// VendorURL is a third-party API the gateway depends on (a payment
+	// gateway's health URL; the calls themselves are not modelled). The
+	// correct build keeps it out of readiness (HEALTH-ORD-001 INV-HLT-03,
+	// MC-CF-01); the naive build's one deep /health also GETs it, with no
+	// timeout of its own, so a slow vendor fails readiness and liveness.
+	// Default "" (none).
+	VendorURL string
 	// MaxBodyBytes caps an order's body; larger ones get 413; default 64 KiB.
 	MaxBodyBytes int64
 	// DebugEndpoints enables POST /debug/watchdog/stop, which stops the

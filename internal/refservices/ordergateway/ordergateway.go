@@ -135,6 +135,8 @@ type Service struct {
 	pool  atomic.Pointer[pgxpool.Pool]
 	batch *batcher // nil when MaxBatch is 1
 	floor *writeFloor
+	// vendor is the client of the naive build's vendor check.
+	vendor *http.Client
 
 	warm     atomic.Bool // pool open and Warmup over
 	inflight atomic.Int64
@@ -159,6 +161,7 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	s := &Service{Base: b, cfg: cfg, base: time.Now()}
 	s.lastOK.Store(-1)
 	s.floor = &writeFloor{limit: max(cfg.DBTimeout/10, 0)}
+	s.vendor = &http.Client{}
 	if cfg.MaxBatch > 1 {
 		queue := cfg.MaxInFlight
 		if queue <= 0 {
@@ -404,7 +407,34 @@ func (s *Service) serveDeepHealth(w http.ResponseWriter, r *http.Request) {
 		refservices.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
 		return
 	}
+	if err := s.checkVendor(r.Context()); err != nil {
+		refservices.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
+		return
+	}
 	refservices.WriteJSON(w, http.StatusOK, map[string]string{"status": "up"})
+}
+
+// checkVendor is the naive build's vendor check (INV-HLT-03's
+// anti-pattern): GET Config.VendorURL within ctx alone, failing on a
+// transport error or a 5xx. nil without a VendorURL.
+func (s *Service) checkVendor(ctx context.Context) error {
+	if s.cfg.VendorURL == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.VendorURL, nil)
+	if err != nil {
+		return fmt.Errorf("vendor: %w", err)
+	}
+	res, err := s.vendor.Do(req)
+	if err != nil {
+		return fmt.Errorf("vendor: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode >= 500 {
+		return fmt.Errorf("vendor: %s answered %d", s.cfg.VendorURL, res.StatusCode)
+	}
+	return nil
 }
 
 type orderResponse struct {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -434,5 +436,42 @@ func TestColdStartGrowsWithOrders(t *testing.T) {
 			}
 			refservicestest.WaitStatus(t, u+tc.path, http.StatusOK, 30*time.Second)
 		})
+	}
+}
+
+// TestVendorOutOfReadiness (HEALTH-ORD-001 INV-HLT-03): with a vendor API
+// that hangs, the correct build stays ready and live; the naive build's
+// one deep /health, which checks the vendor, does not answer within a
+// probe's 1 s timeout, and answers 503 once the vendor fails fast.
+func TestVendorOutOfReadiness(t *testing.T) {
+	pg := testutil.Postgres(t)
+	hang := make(chan struct{})
+	var failing atomic.Bool
+	vendor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer vendor.Close()
+	defer close(hang)
+	_, correct := startGateway(t, Config{DatabaseURL: pg.DSN, VendorURL: vendor.URL})
+	_, naive := startGateway(t, Config{DatabaseURL: pg.DSN, VendorURL: vendor.URL, Build: refservices.BuildNaive})
+	refservicestest.WaitStatus(t, correct+refservices.PathStartup, http.StatusOK, 20*time.Second)
+	for _, path := range []string{refservices.PathReady, refservices.PathLive} {
+		if r := refservicestest.Do(http.MethodGet, correct+path, "", time.Second); r.Status != http.StatusOK {
+			t.Errorf("correct %s with a hanging vendor: %d %q %v, want 200", path, r.Status, r.Body, r.Err)
+		}
+	}
+	if r := refservicestest.Do(http.MethodGet, naive+"/health", "", time.Second); r.Err == nil {
+		t.Errorf("naive /health with a hanging vendor answered %d %q within 1 s; want no answer", r.Status, r.Body)
+	}
+	failing.Store(true)
+	if r := refservicestest.Do(http.MethodGet, naive+"/health", "", 5*time.Second); r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, "vendor") {
+		t.Errorf("naive /health with a failing vendor: %d %q %v, want 503 naming the vendor", r.Status, r.Body, r.Err)
 	}
 }
