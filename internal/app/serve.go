@@ -191,7 +191,8 @@ ready again".`,
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "extra start-up time before the first readiness pass (startup probe drills)")
 	fs.Float64Var(&cfg.WarmupRate, "warmup-rate", 0, "orders/s at which a starting replica primes its cache of the orders written so far (0: no such warm-up; cold-start drills)")
 	fs.DurationVar(&cfg.WarmupMax, "warmup-max", ordergateway.DefaultWarmupMax, "longest warm-up of --warmup-rate")
-	fs.StringVar(&cfg.VendorURL, "vendor-url", "", "a third-party API's health URL: kept out of readiness (correct, INV-HLT-03), checked by the one deep /health (naive)")
+	fs.StringVar(&cfg.VendorURL, "vendor-url", "", "payment vendor URL every order GETs once: correct bounds it (--vendor-timeout, circuit breaker, payment_pending) and keeps it out of readiness (INV-HLT-03); naive waits with no timeout and checks it in /health")
+	fs.DurationVar(&cfg.VendorTimeout, "vendor-timeout", ordergateway.DefaultVendorTimeout, "correct build: bound of each vendor call")
 	return cmd
 }
 

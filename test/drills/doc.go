@@ -7,8 +7,8 @@
 // expect.fail, and pass every other, as run.json records the verdicts
 // (record.Run.Expectation). The declarations are the scenarios'; the test
 // keeps no list of its own. Beyond the verdicts, the naive
-// orders-db-brownout, probe-tutorial-latency and orders-cold-start runs
-// must show their restarts came from the liveness probe, after the fault
+// orders-db-brownout, probe-tutorial-latency, orders-cold-start and
+// orders-vendor-brownout runs must show their restarts came from the liveness probe, after the fault
 // began, and the
 // hardened probe-tutorial-latency run must report the tutorial's two
 // claimed times beside the measured ones; both orders-rollout runs must
@@ -17,7 +17,7 @@
 //
 // What a twin changes. Its stream, faults, timeline and assertions are
 // the correct drill's; it runs the reference service's naive build
-// (services[].build: naive) and, in four of the six pairs, the naive
+// (services[].build: naive) and, in five of the seven pairs, the naive
 // build's probes too, as the incidents deployed them:
 //
 //   - orders-rollout: the build only (same manifest): the naive build
@@ -25,6 +25,9 @@
 //   - orders-cold-start: the naive manifest, as orders-db-brownout: no
 //     startup probe, so liveness on the deep /health restarts the
 //     replacement while it warms up.
+//   - orders-vendor-brownout: the naive manifest and build: orders and
+//     the deep /health wait for the slow vendor with no timeout, so
+//     readiness and liveness fail with it.
 //   - payment-tax-brownout: the build only (both drills give payment-core
 //     the same inline probes).
 //   - orders-db-brownout: manifests/order-gateway-naive.yaml instead of
@@ -55,7 +58,7 @@
 // schedule) fails the test with drill's validity message: it is never taken
 // as a pass or as the naive build's failure.
 //
-// The twelve runs go one after another (about 10 minutes on a 2-core
+// The fourteen runs go one after another (about 12 minutes on a 2-core
 // machine) and need PostgreSQL's server binaries (initdb, postgres), found
 // as drill finds them: on PATH or in /usr/lib/postgresql/<version>/bin.
 // Without them the test skips, saying so, or under CI=true fails. -short

@@ -88,7 +88,7 @@ func checkExpectation(t *testing.T, run *record.Run, declared []string) {
 // validity message.
 func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the twelve drills take about 10 minutes")
+		t.Skip("-short: the fourteen drills take about 12 minutes")
 	}
 	needPostgres(t)
 	work := workDir(t)
@@ -107,6 +107,8 @@ func TestDrillPairs(t *testing.T) {
 		{file: "orders-rollout-naive", also: rolledOut},
 		{file: "orders-cold-start"},
 		{file: "orders-cold-start-naive", also: restartedByLiveness("cold-kill")},
+		{file: "orders-vendor-brownout"},
+		{file: "orders-vendor-brownout-naive", also: restartedByLiveness("vendor-slow")},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

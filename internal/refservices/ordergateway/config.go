@@ -125,13 +125,19 @@ type Config struct {
 	// WarmupMax caps the warm-up of WarmupRate; default 100s (the startup
 	// window MC-PS-01 allows).
 	WarmupMax time.Duration
-	// VendorURL is a third-party API the gateway depends on (a payment
-	// gateway's health URL; the calls themselves are not modelled). The
-	// correct build keeps it out of readiness (HEALTH-ORD-001 INV-HLT-03,
-	// MC-CF-01); the naive build's one deep /health also GETs it, with no
-	// timeout of its own, so a slow vendor fails readiness and liveness.
-	// Default "" (none).
+	// VendorURL is a payment vendor (a third-party API) that every order
+	// calls once (GET) before it is written. The correct build bounds the
+	// call by VendorTimeout behind a circuit breaker (5 failures in a row
+	// open it for 5 s) and accepts the order as payment_pending when the
+	// vendor fails, and keeps the vendor out of readiness and liveness
+	// (HEALTH-ORD-001 INV-HLT-03, MC-CF-01, INV-HLT-01). The naive build
+	// waits for the vendor with no timeout of its own, answers 503 when it
+	// fails, and its one deep /health GETs it too, so a slow vendor fails
+	// readiness and liveness. Default "" (none).
 	VendorURL string
+	// VendorTimeout bounds the correct build's vendor call; default
+	// 250ms.
+	VendorTimeout time.Duration
 	// MaxBodyBytes caps an order's body; larger ones get 413; default 64 KiB.
 	MaxBodyBytes int64
 	// DebugEndpoints enables POST /debug/watchdog/stop, which stops the
@@ -185,6 +191,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.WarmupMax == 0 {
 		c.WarmupMax = DefaultWarmupMax
+	}
+	if c.VendorTimeout == 0 {
+		c.VendorTimeout = DefaultVendorTimeout
 	}
 }
 

@@ -119,6 +119,8 @@ const (
 	CodeTooLarge      = "ERR_ORDER_TOO_LARGE"
 	CodeDBTimeout     = "ERR_ORDER_DB_TIMEOUT"
 	CodeDBUnavailable = "ERR_ORDER_DB_UNAVAILABLE"
+	// CodeVendorUnavailable: the naive build's vendor call failed (503).
+	CodeVendorUnavailable = "ERR_ORDER_VENDOR_UNAVAILABLE"
 )
 
 // retryAfterOverload is the Retry-After of the order path's 503s.
@@ -135,20 +137,23 @@ type Service struct {
 	pool  atomic.Pointer[pgxpool.Pool]
 	batch *batcher // nil when MaxBatch is 1
 	floor *writeFloor
-	// vendor is the client of the naive build's vendor check.
-	vendor *http.Client
+	// vendor is the payment vendor's client, breaker the correct build's
+	// circuit breaker on it (Config.VendorURL).
+	vendor  *http.Client
+	breaker breaker
 
 	warm     atomic.Bool // pool open and Warmup over
 	inflight atomic.Int64
 	lastOK   atomic.Int64 // ns since base of the last written order; -1 none
 
-	batches  prometheus.Counter
-	batched  prometheus.Counter
-	created  prometheus.Counter
-	shed     prometheus.Counter
-	timeouts prometheus.Counter
-	dbErrors prometheus.Counter
-	invalid  prometheus.Counter
+	batches      prometheus.Counter
+	batched      prometheus.Counter
+	created      prometheus.Counter
+	shed         prometheus.Counter
+	timeouts     prometheus.Counter
+	dbErrors     prometheus.Counter
+	invalid      prometheus.Counter
+	vendorErrors prometheus.Counter
 }
 
 // New validates cfg (after defaults) and returns a Service; it does no I/O.
@@ -161,7 +166,12 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 	s := &Service{Base: b, cfg: cfg, base: time.Now()}
 	s.lastOK.Store(-1)
 	s.floor = &writeFloor{limit: max(cfg.DBTimeout/10, 0)}
-	s.vendor = &http.Client{}
+	// Keep-alive connections for every order in flight (the default of 2
+	// idle per host would open and close one per order at hundreds a
+	// second).
+	s.vendor = &http.Client{Transport: &http.Transport{
+		MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second,
+	}}
 	if cfg.MaxBatch > 1 {
 		queue := cfg.MaxInFlight
 		if queue <= 0 {
@@ -194,6 +204,7 @@ func (s *Service) registerMetrics() {
 	s.timeouts = orders.WithLabelValues("db_timeout")
 	s.dbErrors = orders.WithLabelValues("db_error")
 	s.invalid = orders.WithLabelValues("invalid")
+	s.vendorErrors = orders.WithLabelValues("vendor_error")
 	s.batches = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "orders_batches_total", Help: "INSERT statements of the group-commit writer.",
 	})
@@ -407,34 +418,11 @@ func (s *Service) serveDeepHealth(w http.ResponseWriter, r *http.Request) {
 		refservices.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
 		return
 	}
-	if err := s.checkVendor(r.Context()); err != nil {
+	if err := s.getVendor(r.Context()); s.cfg.VendorURL != "" && err != nil {
 		refservices.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "down", "error": err.Error()})
 		return
 	}
 	refservices.WriteJSON(w, http.StatusOK, map[string]string{"status": "up"})
-}
-
-// checkVendor is the naive build's vendor check (INV-HLT-03's
-// anti-pattern): GET Config.VendorURL within ctx alone, failing on a
-// transport error or a 5xx. nil without a VendorURL.
-func (s *Service) checkVendor(ctx context.Context) error {
-	if s.cfg.VendorURL == "" {
-		return nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.VendorURL, nil)
-	if err != nil {
-		return fmt.Errorf("vendor: %w", err)
-	}
-	res, err := s.vendor.Do(req)
-	if err != nil {
-		return fmt.Errorf("vendor: %w", err)
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode >= 500 {
-		return fmt.Errorf("vendor: %s answered %d", s.cfg.VendorURL, res.StatusCode)
-	}
-	return nil
 }
 
 type orderResponse struct {
@@ -482,6 +470,18 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	pending, err := s.callVendor(r.Context())
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away; nobody reads an answer
+		}
+		s.vendorErrors.Inc()
+		refservices.WriteProblem(w, refservices.Problem{
+			Status: http.StatusServiceUnavailable, Title: "Payment vendor unavailable", Code: CodeVendorUnavailable, Detail: err.Error(),
+		}, retryAfterOverload)
+		return
+	}
+
 	ctx, cancel := r.Context(), context.CancelFunc(func() {})
 	if s.cfg.DBTimeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.DBTimeout)
@@ -517,7 +517,11 @@ func (s *Service) serveOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.created.Inc()
-	refservices.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: "accepted"})
+	status := "accepted"
+	if pending {
+		status = "payment_pending" // the vendor was slow or its breaker open: captured later
+	}
+	refservices.WriteJSON(w, http.StatusCreated, orderResponse{ID: id, Status: status})
 }
 
 // insert writes one order on a pooled connection within ctx. An order

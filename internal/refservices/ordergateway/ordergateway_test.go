@@ -439,10 +439,12 @@ func TestColdStartGrowsWithOrders(t *testing.T) {
 	}
 }
 
-// TestVendorOutOfReadiness (HEALTH-ORD-001 INV-HLT-03): with a vendor API
-// that hangs, the correct build stays ready and live; the naive build's
-// one deep /health, which checks the vendor, does not answer within a
-// probe's 1 s timeout, and answers 503 once the vendor fails fast.
+// TestVendorOutOfReadiness (HEALTH-ORD-001 INV-HLT-03, MC-CF-01): with a
+// vendor API that hangs, the correct build stays ready and live and
+// accepts orders as payment_pending (its vendor call is bounded, then its
+// breaker opens); the naive build's orders and its one deep /health, which
+// both wait for the vendor, do not answer within 1 s, and /health answers
+// 503 once the vendor fails fast.
 func TestVendorOutOfReadiness(t *testing.T) {
 	pg := testutil.Postgres(t)
 	hang := make(chan struct{})
@@ -467,11 +469,50 @@ func TestVendorOutOfReadiness(t *testing.T) {
 			t.Errorf("correct %s with a hanging vendor: %d %q %v, want 200", path, r.Status, r.Body, r.Err)
 		}
 	}
+	for i := range breakerFailures + 2 {
+		r := refservicestest.Do(http.MethodPost, correct+"/orders", fmt.Sprintf(`{"id":"vendor-%d"}`, i), 5*time.Second)
+		if r.Status != http.StatusCreated || !strings.Contains(r.Body, "payment_pending") {
+			t.Errorf("correct order %d with a hanging vendor: %d %q %v, want 201 payment_pending", i, r.Status, r.Body, r.Err)
+		}
+	}
 	if r := refservicestest.Do(http.MethodGet, naive+"/health", "", time.Second); r.Err == nil {
 		t.Errorf("naive /health with a hanging vendor answered %d %q within 1 s; want no answer", r.Status, r.Body)
+	}
+	if r := refservicestest.Do(http.MethodPost, naive+"/orders", `{"id":"naive-vendor"}`, time.Second); r.Err == nil {
+		t.Errorf("naive order with a hanging vendor answered %d %q within 1 s; want no answer", r.Status, r.Body)
 	}
 	failing.Store(true)
 	if r := refservicestest.Do(http.MethodGet, naive+"/health", "", 5*time.Second); r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, "vendor") {
 		t.Errorf("naive /health with a failing vendor: %d %q %v, want 503 naming the vendor", r.Status, r.Body, r.Err)
+	}
+}
+
+// TestBreaker walks the correct build's vendor breaker through its states
+// on a made-up clock: closed, open after 5 failures in a row, one trial
+// after 5 s, open again when it fails, closed when one succeeds.
+func TestBreaker(t *testing.T) {
+	var b breaker
+	t0 := time.Unix(0, 0)
+	for i := range breakerFailures - 1 {
+		if !b.allow(t0) || b.done(t0, false) {
+			t.Fatalf("failure %d: want allowed and no state change", i+1)
+		}
+	}
+	if !b.allow(t0) || !b.done(t0, false) || !b.open() {
+		t.Fatal("5th failure: want the breaker to open")
+	}
+	if b.allow(t0.Add(breakerOpenFor - time.Millisecond)) {
+		t.Fatal("open breaker let a call through before breakerOpenFor")
+	}
+	t1 := t0.Add(breakerOpenFor)
+	if !b.allow(t1) || b.allow(t1) {
+		t.Fatal("after breakerOpenFor: want exactly one trial call at a time")
+	}
+	if b.done(t1, false) || !b.open() || b.allow(t1.Add(time.Second)) {
+		t.Fatal("failed trial: want open again for breakerOpenFor")
+	}
+	t2 := t1.Add(breakerOpenFor)
+	if !b.allow(t2) || !b.done(t2, true) || b.open() || !b.allow(t2) {
+		t.Fatal("successful trial: want closed")
 	}
 }
