@@ -23,6 +23,11 @@ type failureKinds struct {
 	// connections when no endpoint is ready; its 503s are the replicas').
 	perConn    bool
 	badGateway int64 // 502: the Service could not reach the chosen replica
+	// traefik: the stream's service is routed by the real Traefik of a
+	// compose run (routing read from its access log); noRouter counts its
+	// 404s in seconds it had dropped the service's routers.
+	traefik  bool
+	noRouter int64
 	// marked: drill's local Service marked its own answers and the
 	// generator counted them (measure.ServiceAnswerHeader): they are told
 	// apart by who answered, not by time. byLocal counts them all.
@@ -53,6 +58,7 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 	unroutable := c.unroute[svc]
 	k.perConn = c.perConnection(svc)
 	local := c.routes[svc].Source == routing.LocalService && !k.perConn
+	k.traefik = c.routes[svc].Source == routing.TraefikAccessLog
 	for _, b := range s.Buckets {
 		if !b.Within(from, to) {
 			continue
@@ -87,6 +93,8 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 				n -= b.ServiceAnswers[code] // what the replicas answered
 			}
 			switch {
+			case code == 404 && inU && k.traefik:
+				k.noRouter += n
 			case code == 503 && inU && !k.perConn && !marked:
 				k.noEndpoint += n
 			case code == 503 || code == 429:
@@ -123,6 +131,9 @@ func (k failureKinds) text() string {
 	}
 	add(k.shedService, "shed with 503/429 by the service")
 	switch {
+	case k.traefik:
+		add(k.noRouter, "answered 404 by Traefik (no router: its Docker provider dropped the container)")
+		add(k.noEndpoint, "answered 503 by Traefik (no server: allowEmptyServices kept the empty service)")
 	case k.marked:
 		add(k.noEndpoint, "answered 503 by the local Service (no ready endpoint)")
 		add(k.badGateway, "answered 502 by the local Service (replica unreachable)")
@@ -154,6 +165,9 @@ func (k failureKinds) figures() []Figure {
 	}
 	if k.marked {
 		f = append(f, countFigure("answered-by-local-service", k.byLocal))
+	}
+	if k.traefik {
+		f = append(f, countFigure("no-router-404", k.noRouter))
 	}
 	return f
 }

@@ -86,6 +86,7 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.placement.Warnings()...)
 		if r.env.compose != nil {
 			rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.compose.warnings...)
+			rec.Validity.Problems = append(rec.Validity.Problems, r.env.compose.Problems()...)
 		}
 	}
 
