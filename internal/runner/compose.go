@@ -32,6 +32,9 @@ type composeRun struct {
 	stack   *compose.Stack
 	watcher *compose.Watcher
 	traefik *traefik.Observer
+	// stopTraefik closes the observer once (before the record is made,
+	// and at teardown for a run that ended early).
+	stopTraefik func()
 	// warnings are what the engine will not carry out of the Compose file
 	// (file: key: why), for the record's validity warnings.
 	warnings []string
@@ -198,12 +201,12 @@ func (r *run) startCompose(ctx context.Context) error {
 			API: "http://" + net.JoinHostPort(tc.IP, strconv.Itoa(ts.Static.APIPort)), Entry: entry,
 			Routes: routes, Servers: servers, Clock: r.clock, Sink: r.evlog, Log: log.With("part", "traefik")})
 		cr.traefik = obs
-		r.env.onClose("traefik observer", func(context.Context) error {
+		cr.stopTraefik = sync.OnceFunc(func() {
 			counts, problems := obs.Close()
 			cr.problem(problems...)
 			log.Info("traefik access log", "entries", counts.Entries, "forwarded", counts.Forwarded, "no-router-404", counts.NoRouter, "no-server-503", counts.NoServer)
-			return nil
 		})
+		r.env.onClose("traefik observer", func(context.Context) error { cr.stopTraefik(); return nil })
 		for _, s := range r.sc.Services {
 			r.vars["services."+s.Name+".url"] = entry
 			r.vars["services."+s.Name+".addr"] = strings.TrimPrefix(entry, "http://")
