@@ -88,7 +88,6 @@ type Observer struct {
 	apiSince time.Time                // first failed poll of the current failing streak
 	problems []string
 	counts   Counts
-	logEnded bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -181,7 +180,7 @@ func (o *Observer) Sync(ctx context.Context, n int, timeout time.Duration) (*Off
 				best = off
 			}
 		case <-time.After(timeout):
-			return nil, fmt.Errorf("Traefik's access log: no entry for clock probe %s within %s (is --accesslog.format=json on standard output, unbuffered?)", o.cfg.ProbePath+id, timeout)
+			return nil, fmt.Errorf("traefik's access log: no entry for clock probe %s within %s (is --accesslog.format=json on standard output, unbuffered?)", o.cfg.ProbePath+id, timeout)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -389,14 +388,14 @@ func (o *Observer) get(ctx context.Context, path string, v any) error {
 	}
 	resp, err := o.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("Traefik's API %s: %w", path, err)
+		return fmt.Errorf("traefik's API %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("Traefik's API %s: %s", path, resp.Status)
+		return fmt.Errorf("traefik's API %s: %s", path, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("Traefik's API %s: %w", path, err)
+		return fmt.Errorf("traefik's API %s: %w", path, err)
 	}
 	return nil
 }
@@ -413,7 +412,7 @@ func (o *Observer) WaitUp(ctx context.Context) error {
 			for n, s := range st.Services {
 				if s != "up" {
 					all = false
-					last = fmt.Errorf("Traefik service %s is %s", n, s)
+					last = fmt.Errorf("traefik service %s is %s", n, s)
 				}
 			}
 			if all {
@@ -424,7 +423,7 @@ func (o *Observer) WaitUp(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("Traefik not routing: %w", errors.Join(ctx.Err(), last))
+			return fmt.Errorf("traefik not routing: %w", errors.Join(ctx.Err(), last))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
