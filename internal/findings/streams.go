@@ -95,7 +95,7 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 			switch {
 			case code == 404 && inU && k.traefik:
 				k.noRouter += n
-			case code == 503 && inU && !k.perConn && !marked:
+			case (code == 503 || code == 500 && k.traefik) && inU && !k.perConn && !marked:
 				k.noEndpoint += n
 			case code == 503 || code == 429:
 				k.shedService += n
@@ -133,7 +133,7 @@ func (k failureKinds) text() string {
 	switch {
 	case k.traefik:
 		add(k.noRouter, "answered 404 by Traefik (no router: its Docker provider dropped the container)")
-		add(k.noEndpoint, "answered 503 by Traefik (no server: allowEmptyServices kept the empty service)")
+		add(k.noEndpoint, "answered 500/503 by Traefik itself (no server: allowEmptyServices kept the service without one)")
 	case k.marked:
 		add(k.noEndpoint, "answered 503 by the local Service (no ready endpoint)")
 		add(k.badGateway, "answered 502 by the local Service (replica unreachable)")

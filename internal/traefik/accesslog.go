@@ -43,6 +43,9 @@ type Entry struct {
 	// service ("orders@docker"); empty when no router matched.
 	RouterName  string `json:"RouterName"`
 	ServiceName string `json:"ServiceName"`
+	// ServiceURL is the server Traefik forwarded to; empty when it had
+	// none.
+	ServiceURL string `json:"ServiceURL"`
 	// OriginStatus is the status the backend answered, 0 when no backend
 	// answered (Traefik answered itself); DownstreamStatus is what the
 	// client got.
@@ -80,12 +83,16 @@ const (
 	// client that went away).
 	Unknown Verdict = iota
 	// Forwarded: a router matched and Traefik forwarded the request to a
-	// server, which answered (OriginStatus > 0).
+	// server (ServiceURL), which answered (OriginStatus > 0).
 	Forwarded
 	// NoRouter: no router matched and Traefik answered 404.
 	NoRouter
-	// NoServer: a router matched, its service had no server and Traefik
-	// answered 503.
+	// NoServer: a router matched, its service had no server (no
+	// ServiceURL) and Traefik answered a 5xx itself: 503 for an empty
+	// load balancer; 500 in Traefik v3.6.12 when allowEmptyServices keeps
+	// the service of an unhealthy container whose labels set
+	// loadbalancer.server.port (a server without a URL, measured on this
+	// machine).
 	NoServer
 )
 
@@ -94,9 +101,9 @@ func Classify(e Entry) Verdict {
 	switch {
 	case e.RouterName == "" && e.DownstreamStatus == 404:
 		return NoRouter
-	case e.RouterName != "" && e.OriginStatus > 0:
+	case e.RouterName != "" && e.ServiceURL != "" && e.OriginStatus > 0:
 		return Forwarded
-	case e.RouterName != "" && e.OriginStatus == 0 && e.DownstreamStatus == 503:
+	case e.RouterName != "" && e.ServiceURL == "" && e.DownstreamStatus >= 500:
 		return NoServer
 	}
 	return Unknown

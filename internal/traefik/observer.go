@@ -135,8 +135,8 @@ func (o *Observer) Close() (Counts, []string) {
 	at := o.cfg.Clock.Now()
 	o.cfg.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourceAccessLog,
 		Labels: map[string]string{"entries": fmt.Sprint(c.Entries), "forwarded": fmt.Sprint(c.Forwarded),
-			"no-router-404": fmt.Sprint(c.NoRouter), "no-server-503": fmt.Sprint(c.NoServer)},
-		Detail: fmt.Sprintf("Traefik's access log: %d requests, %d forwarded to a server, %d answered 404 by Traefik with no router, %d answered 503 by Traefik with no server", c.Entries, c.Forwarded, c.NoRouter, c.NoServer)})
+			"no-router-404": fmt.Sprint(c.NoRouter), "no-server-5xx": fmt.Sprint(c.NoServer)},
+		Detail: fmt.Sprintf("Traefik's access log: %d requests, %d forwarded to a server, %d answered 404 by Traefik with no router, %d answered 5xx by Traefik with no server", c.Entries, c.Forwarded, c.NoRouter, c.NoServer)})
 	return c, append([]string(nil), o.problems...)
 }
 
@@ -284,7 +284,7 @@ func (o *Observer) entry(e Entry) {
 	case NoServer:
 		ev.Kind = event.EndpointRemoved
 		ev.Reason = "no server"
-		ev.Detail = fmt.Sprintf("Traefik answered %s %s with 503: router %s's service has no server", e.RequestMethod, e.RequestPath, e.RouterName)
+		ev.Detail = fmt.Sprintf("Traefik answered %s %s with %d itself: router %s's service has no server", e.RequestMethod, e.RequestPath, e.DownstreamStatus, e.RouterName)
 	}
 	o.cfg.Sink.Emit(ev)
 }
@@ -360,12 +360,17 @@ func (o *Observer) Read(ctx context.Context) (Status, error) {
 		if _, ours := st.Services[n]; !ours || !strings.HasSuffix(s.Name, "@docker") {
 			continue
 		}
+		// A server counts with a URL: with allowEmptyServices, an
+		// unhealthy container whose labels set the server's port leaves
+		// a server without one ({}, status UP) that answers 500.
 		up := false
-		for _, v := range s.ServerStatus {
-			up = up || v == "UP"
+		for u, v := range s.ServerStatus {
+			up = up || u != "" && v == "UP"
 		}
 		if s.ServerStatus == nil && s.LoadBalancer != nil {
-			up = len(s.LoadBalancer.Servers) > 0
+			for _, sv := range s.LoadBalancer.Servers {
+				up = up || sv.URL != ""
+			}
 		}
 		st.Services[n] = "no server"
 		if up {

@@ -14,11 +14,12 @@ func TestParseEntryAndClassify(t *testing.T) {
 		ok         bool
 		want       Verdict
 	}{
-		{"forwarded", `{"StartUTC":"2026-12-06T22:00:00.123456789Z","Duration":1500000,"RouterName":"orders@docker","ServiceName":"orders@docker","OriginStatus":201,"DownstreamStatus":201,"RequestPath":"/orders","RequestMethod":"POST"}`, true, Forwarded},
+		{"forwarded", `{"StartUTC":"2026-12-06T22:00:00.123456789Z","Duration":1500000,"RouterName":"orders@docker","ServiceName":"orders@docker","ServiceURL":"http://172.18.0.3:8080","OriginStatus":201,"DownstreamStatus":201,"RequestPath":"/orders","RequestMethod":"POST"}`, true, Forwarded},
 		{"no router", `{"StartUTC":"2026-12-06T22:00:01Z","OriginStatus":0,"DownstreamStatus":404,"RequestPath":"/orders","RequestMethod":"POST"}`, true, NoRouter},
-		{"no server", `{"StartUTC":"2026-12-06T22:00:02Z","RouterName":"orders@docker","ServiceName":"orders@docker","OriginStatus":0,"DownstreamStatus":503,"RequestPath":"/orders"}`, true, NoServer},
-		{"backend 503 is the service's", `{"StartUTC":"2026-12-06T22:00:02Z","RouterName":"orders@docker","OriginStatus":503,"DownstreamStatus":503}`, true, Forwarded},
-		{"bad gateway says nothing of routing", `{"StartUTC":"2026-12-06T22:00:02Z","RouterName":"orders@docker","OriginStatus":0,"DownstreamStatus":502}`, true, Unknown},
+		{"no server: empty load balancer", `{"StartUTC":"2026-12-06T22:00:02Z","RouterName":"orders@docker","ServiceName":"orders@docker","ServiceURL":"","OriginStatus":0,"DownstreamStatus":503,"RequestPath":"/orders"}`, true, NoServer},
+		{"no server: a server without a URL (v3.6.12, allowEmptyServices)", `{"StartUTC":"2026-12-06T22:40:12.931295084Z","RouterName":"app@docker","ServiceName":"app@docker","ServiceURL":"","ServiceAddr":"","OriginStatus":500,"DownstreamStatus":500}`, true, NoServer},
+		{"backend 503 is the service's", `{"StartUTC":"2026-12-06T22:00:02Z","RouterName":"orders@docker","ServiceURL":"http://172.18.0.3:8080","OriginStatus":503,"DownstreamStatus":503}`, true, Forwarded},
+		{"bad gateway says nothing of routing", `{"StartUTC":"2026-12-06T22:00:02Z","RouterName":"orders@docker","ServiceURL":"http://172.18.0.3:8080","OriginStatus":0,"DownstreamStatus":502}`, true, Unknown},
 		{"traefik's own log", `{"level":"warn","time":"2026-12-06T22:00:02Z","message":"x"}`, false, Unknown},
 		{"not json", `time="x" level=info`, false, Unknown},
 	}
@@ -58,7 +59,7 @@ func TestEntryTransitions(t *testing.T) {
 		Servers: map[string]Server{"order-gateway": {Service: "order-gateway", Pod: "drill-x-order-gateway", Address: "172.18.0.3:8080"}}},
 		offset: &Offset{Shift: 2 * time.Millisecond}, state: map[string]bool{}, lastAt: map[string]time.Duration{}, probes: map[string]chan time.Time{}}
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
-	fwd := Entry{RouterName: "orders@docker", OriginStatus: 201, DownstreamStatus: 201, RequestPath: "/orders", RequestMethod: "POST"}
+	fwd := Entry{RouterName: "orders@docker", ServiceURL: "http://172.18.0.3:8080", OriginStatus: 201, DownstreamStatus: 201, RequestPath: "/orders", RequestMethod: "POST"}
 	nr := Entry{DownstreamStatus: 404, RequestPath: "/orders", RequestMethod: "POST"}
 	other := Entry{DownstreamStatus: 404, RequestPath: "/elsewhere"}
 	for _, e := range []struct {
