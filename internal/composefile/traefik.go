@@ -9,13 +9,16 @@ import (
 	"strings"
 )
 
-// Traefik's Docker provider, the subset drill follows. Labels read:
+// Traefik's Docker-provider labels, the subset drill reads to know the
+// routers (which Compose service a request no router matched was meant
+// for, and the routers named in the plan); the Compose file's own Traefik
+// does the routing. Labels read:
 //
 //	traefik.enable                                   true/false (default true: exposedByDefault)
 //	traefik.http.routers.R.rule                      Host, PathPrefix, Path matchers; && || and ( )
 //	traefik.http.routers.R.service                   the service R sends to (default: the only one defined)
 //	traefik.http.routers.R.priority                  integer (default: the rule's length)
-//	traefik.http.routers.R.entrypoints               accepted and ignored: drill's gateway is one entrypoint
+//	traefik.http.routers.R.entrypoints               accepted and ignored (Traefik reads them)
 //	traefik.http.services.S.loadbalancer.server.port the container port (required)
 //	traefik.docker.network                           accepted and ignored: one project network
 //
