@@ -93,7 +93,9 @@ func TestObserverOnRealTraefik(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	traefikimage.Ensure(t, ctx, cli, root)
+	// The first build per version takes minutes: not bounded by the
+	// test's own timeout above.
+	traefikimage.Ensure(t, context.Background(), cli, root)
 	bctx := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(bctx, "httpd"), "../compose/testdata/httpd")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
