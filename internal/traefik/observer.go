@@ -67,6 +67,18 @@ type Offset struct {
 	Probes int
 }
 
+// Metric names of the per-second counts [Observer.Close] emits.
+const (
+	MetricNoRouter = event.MetricTraefikNoRouter
+	MetricNoServer = event.MetricTraefikNoServer
+)
+
+type secondKey struct {
+	service string
+	metric  string
+	second  int64
+}
+
 // Counts are the access log's requests by what they show.
 type Counts struct {
 	Entries, Forwarded, NoRouter, NoServer, Other int64
@@ -88,6 +100,9 @@ type Observer struct {
 	apiSince time.Time                // first failed poll of the current failing streak
 	problems []string
 	counts   Counts
+	// perSecond counts, per Compose service and second of the run's clock
+	// (by StartUTC), the requests Traefik answered itself.
+	perSecond map[secondKey]int64
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -108,7 +123,7 @@ func Start(ctx context.Context, cfg Config) *Observer {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o := &Observer{cfg: cfg, http: &http.Client{Timeout: 2 * time.Second},
 		probes: map[string]chan time.Time{}, state: map[string]bool{}, lastAt: map[string]time.Duration{},
-		api: map[string]string{}, cancel: cancel}
+		api: map[string]string{}, perSecond: map[secondKey]int64{}, cancel: cancel}
 	o.wg.Add(2)
 	go o.follow(ctx)
 	go o.poll(ctx)
@@ -130,6 +145,24 @@ func (o *Observer) Close() (Counts, []string) {
 		o.problems = append(o.problems, fmt.Sprintf("Traefik's API (%s): never readable during the run", o.cfg.API))
 	} else if !o.apiSince.IsZero() {
 		o.problems = append(o.problems, fmt.Sprintf("Traefik's API (%s): unreadable from %s to the end of the run", o.cfg.API, o.apiSince.Format(time.RFC3339)))
+	}
+	keys := make([]secondKey, 0, len(o.perSecond))
+	for k := range o.perSecond {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.second != b.second {
+			return a.second < b.second
+		}
+		if a.service != b.service {
+			return a.service < b.service
+		}
+		return a.metric < b.metric
+	})
+	for _, k := range keys {
+		o.cfg.Sink.Emit(event.Event{At: time.Duration(k.second) * time.Second, Kind: event.Metric, Source: SourceAccessLog,
+			Service: k.service, Metric: k.metric, Value: float64(o.perSecond[k])})
 	}
 	c := o.counts
 	at := o.cfg.Clock.Now()
@@ -258,6 +291,17 @@ func (o *Observer) entry(e Entry) {
 		return
 	}
 	at := o.cfg.Clock.Offset(e.StartUTC) + o.offset.Shift
+	if v != Forwarded {
+		sec := at / time.Second
+		if at < 0 && at%time.Second != 0 {
+			sec-- // floor
+		}
+		metric := MetricNoRouter
+		if v == NoServer {
+			metric = MetricNoServer
+		}
+		o.perSecond[secondKey{service: owner, metric: metric, second: int64(sec)}]++
+	}
 	in := v == Forwarded
 	cur, seen := o.state[owner]
 	if seen && cur == in || !seen && !in {

@@ -57,7 +57,8 @@ func TestEntryTransitions(t *testing.T) {
 	s := &sink{}
 	o := &Observer{cfg: Config{Routes: routes, Clock: event.NewClockAt(start), Sink: s, ProbePath: "/.drill-clock/",
 		Servers: map[string]Server{"order-gateway": {Service: "order-gateway", Pod: "drill-x-order-gateway", Address: "172.18.0.3:8080"}}},
-		offset: &Offset{Shift: 2 * time.Millisecond}, state: map[string]bool{}, lastAt: map[string]time.Duration{}, probes: map[string]chan time.Time{}}
+		offset: &Offset{Shift: 2 * time.Millisecond}, state: map[string]bool{}, lastAt: map[string]time.Duration{}, probes: map[string]chan time.Time{},
+		perSecond: map[secondKey]int64{}}
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	fwd := Entry{RouterName: "orders@docker", ServiceURL: "http://172.18.0.3:8080", OriginStatus: 201, DownstreamStatus: 201, RequestPath: "/orders", RequestMethod: "POST"}
 	nr := Entry{DownstreamStatus: 404, RequestPath: "/orders", RequestMethod: "POST"}
@@ -93,5 +94,16 @@ func TestEntryTransitions(t *testing.T) {
 	}
 	if c := o.counts; c.Entries != 9 || c.Forwarded != 5 || c.NoRouter != 4 {
 		t.Errorf("counts %+v", c)
+	}
+	// Per second of the run's clock: the 404s at 1.000 and 1.010 s, then
+	// the one at 4.000 s (the path no router matches names no service).
+	want404 := map[secondKey]int64{{"order-gateway", MetricNoRouter, 1}: 2, {"order-gateway", MetricNoRouter, 4}: 1}
+	if len(o.perSecond) != len(want404) {
+		t.Errorf("per second %v, want %v", o.perSecond, want404)
+	}
+	for k, n := range want404 {
+		if o.perSecond[k] != n {
+			t.Errorf("per second %v: %d, want %d", k, o.perSecond[k], n)
+		}
 	}
 }
