@@ -59,10 +59,18 @@ bench: ## Run the load engine and console benchmarks (bench/run.sh $(BENCH_ARGS)
 fidelity: compose-images ## Run each seed drill (and the Compose pair) N times (default 5: N=20 make fidelity) and tabulate valid, right and wrong verdicts, INVALID and lag
 	$(GO) run ./bench/fidelity -n $(N) -drill bin/drill -tsv reports/fidelity-runs.tsv $(SEEDS)
 
-compose-images: build ## Build the reference image drill-reference:local (FROM scratch, bin/drill) for the compose drills
+# Traefik for the compose drills, built from its Go module at this version
+# (build/traefik.sh caches the binary per version under ~/.cache/drill).
+TRAEFIK_VERSION ?= v3.6.12
+
+compose-images: build ## Build the compose drills' images: drill-reference:local (FROM scratch, bin/drill) and drill-traefik:$(TRAEFIK_VERSION) (Traefik from its module, cached per version)
 	rm -rf bin/compose-context && mkdir -p bin/compose-context
 	cp bin/drill scenarios/compose/adr-0077/Dockerfile bin/compose-context/
 	docker build -t drill-reference:local bin/compose-context
+	rm -rf bin/traefik-context && mkdir -p bin/traefik-context
+	traefik=$$(GO=$(GO) ./build/traefik.sh $(TRAEFIK_VERSION)) && cp "$$traefik" bin/traefik-context/traefik
+	cp build/traefik.Dockerfile bin/traefik-context/Dockerfile
+	docker build -t drill-traefik:$(TRAEFIK_VERSION) bin/traefik-context
 
 claims: ## Regenerate docs/CLAIMS.md, the claims ledger, from docs/claims/claims.yaml, ../shared/specs and the shipped scenarios
 	$(GO) run ./tools/claims

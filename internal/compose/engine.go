@@ -12,6 +12,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,6 +72,10 @@ type Container struct {
 	// HasHealth says the container has a healthcheck (its own or its
 	// image's).
 	HasHealth bool
+	// Published maps a container port the Compose file publishes to the
+	// loopback host:port the engine bound it to (a host port 0 in the file
+	// is the one the engine picked).
+	Published map[int]string
 }
 
 // Stack is a project brought up for one run: its network and containers.
@@ -252,11 +258,15 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) error {
 	if err != nil {
 		return err
 	}
+	hostCfg := &container.HostConfig{RestartPolicy: rp, NetworkMode: container.NetworkMode(st.Network),
+		Resources: container.Resources{NanoCPUs: int64(s.CPUs * 1e9)}}
+	if err := publish(cfg, hostCfg, s); err != nil {
+		return err
+	}
 	res, err := st.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:   name,
-		Config: cfg,
-		HostConfig: &container.HostConfig{RestartPolicy: rp, NetworkMode: container.NetworkMode(st.Network),
-			Resources: container.Resources{NanoCPUs: int64(s.CPUs * 1e9)}},
+		Name:       name,
+		Config:     cfg,
+		HostConfig: hostCfg,
 		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			st.Network: {Aliases: []string{s.Name}},
 		}},
@@ -281,12 +291,64 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) error {
 	if c.IP == "" {
 		return fmt.Errorf("container %s has no address on network %s", name, st.Network)
 	}
+	if len(s.Ports) > 0 {
+		c.Published = map[int]string{}
+		var ports network.PortMap
+		if ns := in.Container.NetworkSettings; ns != nil {
+			ports = ns.Ports
+		}
+		for _, pp := range s.Ports {
+			port, _ := network.PortFrom(uint16(pp.Target), network.TCP)
+			for _, b := range ports[port] {
+				if b.HostIP.IsLoopback() && b.HostPort != "" {
+					c.Published[pp.Target] = net.JoinHostPort(b.HostIP.String(), b.HostPort)
+					break
+				}
+			}
+			if c.Published[pp.Target] == "" {
+				return fmt.Errorf("container %s: the engine did not publish port %d on %s", name, pp.Target, pp.HostIP)
+			}
+		}
+	}
 	// The configuration (the image's HEALTHCHECK merged in) says it, as
 	// docker compose reads it: the health state may come a moment later.
 	hc := in.Container.Config
 	c.HasHealth = in.Container.State != nil && in.Container.State.Health != nil ||
 		hc != nil && hc.Healthcheck != nil && len(hc.Healthcheck.Test) > 0 && hc.Healthcheck.Test[0] != "NONE"
 	st.log.Info("container started", "service", s.Name, "container", name, "ip", c.IP, "healthcheck", c.HasHealth)
+	return nil
+}
+
+// publish adds s's published ports (each on its loopback address) and
+// bind mounts to the container's configuration.
+func publish(cfg *container.Config, hc *container.HostConfig, s composefile.Service) error {
+	for _, pp := range s.Ports {
+		port, ok := network.PortFrom(uint16(pp.Target), network.TCP)
+		ip, err := netip.ParseAddr(pp.HostIP)
+		if !ok || err != nil || !ip.IsLoopback() {
+			return fmt.Errorf("services.%s.ports: %s:%d:%d is not a TCP port on a loopback address", s.Name, pp.HostIP, pp.HostPort, pp.Target)
+		}
+		if cfg.ExposedPorts == nil {
+			cfg.ExposedPorts = network.PortSet{}
+			hc.PortBindings = network.PortMap{}
+		}
+		cfg.ExposedPorts[port] = struct{}{}
+		hostPort := ""
+		if pp.HostPort != 0 {
+			hostPort = strconv.Itoa(pp.HostPort)
+		}
+		hc.PortBindings[port] = append(hc.PortBindings[port], network.PortBinding{HostIP: ip, HostPort: hostPort})
+	}
+	for _, b := range s.Binds {
+		if b.Source != composefile.DockerSocket {
+			return fmt.Errorf("services.%s.volumes: %s: only %s may be bind-mounted", s.Name, b.Source, composefile.DockerSocket)
+		}
+		bind := b.Source + ":" + b.Target
+		if b.ReadOnly {
+			bind += ":ro"
+		}
+		hc.Binds = append(hc.Binds, bind)
+	}
 	return nil
 }
 

@@ -117,6 +117,7 @@ func TestStackOnEngine(t *testing.T) {
       timeout: 1s
       retries: 2
       start_interval: 500ms
+    ports: ["127.0.0.1::8080"]
     labels:
       traefik.http.routers.web.rule: PathPrefix(` + "`/`" + `)
       traefik.http.services.web.loadbalancer.server.port: "8080"
@@ -133,10 +134,6 @@ func TestStackOnEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := BuildImages(ctx, cli, p, nil); err != nil {
-		t.Fatal(err)
-	}
-	routes, err := composefile.ParseRoutes(p)
-	if err != nil {
 		t.Fatal(err)
 	}
 	run := fmt.Sprintf("t%d", time.Now().UnixNano())
@@ -169,22 +166,24 @@ func TestStackOnEngine(t *testing.T) {
 	}
 	rec := &recorder{}
 	clock := event.NewClock()
-	gw := NewGateway(routes, false, clock, rec, nil)
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close(context.Background())
+	serving := map[string]bool{}
+	var smu sync.Mutex
 	wctx, wcancel := context.WithCancel(ctx)
-	w := Watch(wctx, cli, st, clock, rec, gw.SetServing, nil)
+	w := Watch(wctx, cli, st, clock, rec, func(c *Container, on bool) { smu.Lock(); serving[c.Service] = on; smu.Unlock() }, nil)
 	defer func() { wcancel(); w.Wait() }()
+	isServing := func() bool { smu.Lock(); defer smu.Unlock(); return serving["web"] }
 
 	web := st.Container("web")
-	waitFor(t, "web routed", 20*time.Second, func() bool { c, _ := get(t, gw.URL()+"/x"); return c == 200 })
+	pub := web.Published[8080]
+	if host, _, _ := strings.Cut(pub, ":"); host != "127.0.0.1" {
+		t.Fatalf("web's port 8080 published on %q, want 127.0.0.1:PORT", pub)
+	}
+	waitFor(t, "web serving", 20*time.Second, func() bool { c, _ := get(t, "http://"+pub+"/x"); return c == 200 && isServing() })
 	if _, ok := rec.find(func(e event.Event) bool { return e.Kind == event.PodReady && e.Service == "plain" }); !ok {
 		t.Error("no PodReady for the service without a healthcheck")
 	}
 
-	// Unhealthy: the routers go, 404 from the gateway.
+	// Unhealthy: no longer serving (a Traefik would drop its routers).
 	if c, b := get(t, "http://"+web.IP+":8080/sick"); c != 200 {
 		t.Fatalf("/sick: %d %s", c, b)
 	}
@@ -196,17 +195,14 @@ func TestStackOnEngine(t *testing.T) {
 	if !strings.Contains(un.Detail, "failing streak 2") || !strings.Contains(un.Detail, "503") {
 		t.Errorf("unhealthy detail %q: want the failing streak and the last outputs", un.Detail)
 	}
-	waitFor(t, "404 while unhealthy", 5*time.Second, func() bool { c, _ := get(t, gw.URL()+"/x"); return c == 404 })
-	if _, ok := rec.find(func(e event.Event) bool { return e.Kind == event.EndpointRemoved && e.Service == "web" }); !ok {
-		t.Error("no EndpointRemoved when web turned unhealthy")
-	}
+	waitFor(t, "not serving while unhealthy", 5*time.Second, func() bool { return !isServing() })
 	if _, ok := rec.find(func(e event.Event) bool { return e.Kind == event.ProbeResult && !e.OK }); !ok {
 		t.Error("no failed ProbeResult")
 	}
 
 	// Healthy again: routed again.
 	get(t, "http://"+web.IP+":8080/well")
-	waitFor(t, "routed again", 20*time.Second, func() bool { c, _ := get(t, gw.URL()+"/x"); return c == 200 })
+	waitFor(t, "serving again", 20*time.Second, isServing)
 
 	// A crash: the restart policy restarts it; RestartCount rises.
 	get(t, "http://"+web.IP+":8080/exit")

@@ -36,8 +36,9 @@ const pollEvery = 500 * time.Millisecond
 //     (Reason the exit code and restart policy, Logs the last health
 //     outputs).
 //
-// A container is serving (a Traefik server) while it runs and is healthy
-// or has no healthcheck; OnServing hears every change.
+// A container is serving (what Traefik's Docker provider routes to) while
+// it runs and is healthy or has no healthcheck; OnServing hears every
+// change.
 type Watcher struct {
 	cli   Docker
 	st    *Stack

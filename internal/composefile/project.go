@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -64,7 +65,34 @@ type Service struct {
 	// CPUs is the container's CPU limit in CPUs (Compose's cpus: a CFS
 	// quota), 0 for none.
 	CPUs float64
+	// Ports are the container ports published on this machine, each on a
+	// loopback address (drill's network rule: nothing listens beyond
+	// loopback).
+	Ports []Port
+	// Binds are the bind mounts: only the Docker engine's socket
+	// (/var/run/docker.sock), which a Traefik with the Docker provider
+	// reads.
+	Binds []Bind
 }
+
+// Port is one published port: the container's TCP port Target on
+// HostIP:HostPort of this machine. HostPort 0 lets the engine pick a free
+// port (Compose's "127.0.0.1::80"); the started container says which.
+type Port struct {
+	HostIP   string
+	HostPort int
+	Target   int
+}
+
+// Bind is one bind mount of a host path into the container.
+type Bind struct {
+	Source, Target string
+	ReadOnly       bool
+}
+
+// DockerSocket is the engine's socket, the one host path a Compose file
+// may bind-mount into a container.
+const DockerSocket = "/var/run/docker.sock"
 
 // Build is a Dockerfile build: Context is absolute, Dockerfile relative to
 // it (default Dockerfile); Args are build arguments.
@@ -93,7 +121,8 @@ type Health struct {
 var supportedServiceKeys = map[string]bool{
 	"image": true, "build": true, "command": true, "entrypoint": true,
 	"environment": true, "labels": true, "healthcheck": true,
-	"restart": true, "depends_on": true, "cpus": true,
+	"restart": true, "depends_on": true, "cpus": true, "ports": true,
+	"volumes": true,
 }
 
 // supportedTopKeys are the top-level keys drill accepts (name only names
@@ -211,6 +240,19 @@ func fromProject(file string, p *types.Project) (*Project, error) {
 			}
 			svc.Health = hc
 		}
+		for i, pc := range s.Ports {
+			port, err := fromPort(pc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: services.%s.ports[%d]: %w", file, n, i, err)
+			}
+			svc.Ports = append(svc.Ports, port)
+		}
+		for i, v := range s.Volumes {
+			if v.Type != types.VolumeTypeBind || v.Source != DockerSocket {
+				return nil, fmt.Errorf("%s: services.%s.volumes[%d]: %s:%s %w (only a bind mount of %s, for Traefik's Docker provider)", file, n, i, v.Source, v.Target, ErrUnsupported, DockerSocket)
+			}
+			svc.Binds = append(svc.Binds, Bind{Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
+		}
 		for dep, d := range s.DependsOn {
 			cond := d.Condition
 			if cond == "" {
@@ -245,6 +287,27 @@ func fromProject(file string, p *types.Project) (*Project, error) {
 	}
 	for _, n := range names {
 		visit(n)
+	}
+	return out, nil
+}
+
+// fromPort checks one published port: TCP, a single port, on a loopback
+// host address (the engine's default, all addresses, is refused).
+func fromPort(pc types.ServicePortConfig) (Port, error) {
+	if pc.Protocol != "" && pc.Protocol != "tcp" {
+		return Port{}, fmt.Errorf("protocol %s %w (tcp only)", pc.Protocol, ErrUnsupported)
+	}
+	ip := net.ParseIP(pc.HostIP)
+	if ip == nil || !ip.IsLoopback() {
+		return Port{}, fmt.Errorf("host address %q %w: publish on loopback only (e.g. \"127.0.0.1::%d\")", pc.HostIP, ErrUnsupported, pc.Target)
+	}
+	out := Port{HostIP: pc.HostIP, Target: int(pc.Target)}
+	if pc.Published != "" {
+		n, err := strconv.Atoi(pc.Published)
+		if err != nil || n < 0 || n > 65535 {
+			return Port{}, fmt.Errorf("published port %q %w (one port, not a range)", pc.Published, ErrUnsupported)
+		}
+		out.HostPort = n
 	}
 	return out, nil
 }

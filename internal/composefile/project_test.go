@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -51,13 +52,102 @@ func TestLoadRefusesUnsupported(t *testing.T) {
 		t.Fatalf("err = %v, want ErrUnsupported", err)
 	}
 	for _, want := range []string{
-		"unsupported.yaml:4: services.api.ports",
+		"unsupported.yaml:4: services.api.network_mode",
 		"unsupported.yaml:8: services.api.healthcheck.frobnicate",
 		"unsupported.yaml:9: volumes",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+// TestLoadPortsAndBinds: ports publish on loopback only, and the one bind
+// mount is the engine's socket.
+func TestLoadPortsAndBinds(t *testing.T) {
+	tests := []struct {
+		name, svc string
+		want      string // error substring; "" for valid
+	}{
+		{"loopback, engine picks the port", "    ports: [\"127.0.0.1::80\"]\n", ""},
+		{"loopback, fixed port", "    ports: [\"127.0.0.1:18080:80\"]\n", ""},
+		{"all addresses", "    ports: [\"8080:80\"]\n", `services.api.ports[0]: host address "" not supported by drill`},
+		{"udp", "    ports: [\"127.0.0.1::53/udp\"]\n", "protocol udp not supported by drill"},
+		{"docker socket", "    volumes: [\"/var/run/docker.sock:/var/run/docker.sock:ro\"]\n", ""},
+		{"other bind", "    volumes: [\"/etc:/host-etc\"]\n", "services.api.volumes[0]: /etc:/host-etc not supported by drill"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "compose.yaml")
+			if err := os.WriteFile(path, []byte("services:\n  api:\n    image: x\n"+tt.svc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := Load(context.Background(), path, "p", nil)
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v, want %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := p.Service("api")
+			switch {
+			case strings.Contains(tt.svc, "ports"):
+				if len(s.Ports) != 1 || s.Ports[0].HostIP != "127.0.0.1" || s.Ports[0].Target != 80 {
+					t.Errorf("ports %+v", s.Ports)
+				}
+				if fixed := strings.Contains(tt.svc, "18080"); fixed != (s.Ports[0].HostPort == 18080) || !fixed && s.Ports[0].HostPort != 0 {
+					t.Errorf("host port %d", s.Ports[0].HostPort)
+				}
+			default:
+				if len(s.Binds) != 1 || s.Binds[0] != (Bind{Source: DockerSocket, Target: DockerSocket, ReadOnly: true}) {
+					t.Errorf("binds %+v", s.Binds)
+				}
+			}
+		})
+	}
+}
+
+// TestParseTraefikStatic reads the flags drill needs of a Traefik command.
+func TestParseTraefikStatic(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  []string
+		want TraefikStatic
+		err  string
+	}{
+		{name: "ADR 0077 correct", cmd: []string{"--providers.docker=true", "--providers.docker.allowEmptyServices=true",
+			"--entrypoints.web.address=:80", "--api.insecure=true", "--accesslog=true", "--accesslog.format=json"},
+			want: TraefikStatic{EntryPoints: map[string]int{"web": 80}, APIPort: 8080, DockerProvider: true, AllowEmptyServices: true, AccessLogJSON: true}},
+		{name: "case and bare flags", cmd: []string{"--providers.docker", "--ENTRYPOINTS.web.ADDRESS=:8000", "--entrypoints.traefik.address=:9000",
+			"--api.insecure", "--accessLog.format=JSON"},
+			want: TraefikStatic{EntryPoints: map[string]int{"web": 8000, "traefik": 9000}, APIPort: 9000, DockerProvider: true, AccessLogJSON: true}},
+		{name: "access log to a file", cmd: []string{"--accesslog.format=json", "--accesslog.filepath=/log/access.log"},
+			want: TraefikStatic{EntryPoints: map[string]int{}}},
+		{name: "buffered access log", cmd: []string{"--accesslog.format=json", "--accesslog.bufferingsize=100"},
+			want: TraefikStatic{EntryPoints: map[string]int{}}},
+		{name: "common log format", cmd: []string{"--accesslog=true"}, want: TraefikStatic{EntryPoints: map[string]int{}}},
+		{name: "bad bool", cmd: []string{"--providers.docker.allowEmptyServices=maybe"}, err: "--providers.docker.allowemptyservices=maybe is not true or false"},
+		{name: "bad address", cmd: []string{"--entrypoints.web.address=web"}, err: "--entrypoints.web.address=web: want [host]:port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTraefikStatic(Service{Name: "traefik", Command: tt.cmd})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", *got, tt.want)
+			}
+		})
 	}
 }
 

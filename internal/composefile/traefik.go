@@ -9,13 +9,16 @@ import (
 	"strings"
 )
 
-// Traefik's Docker provider, the subset drill follows. Labels read:
+// Traefik's Docker-provider labels, the subset drill reads to know the
+// routers (which Compose service a request no router matched was meant
+// for, and the routers named in the plan); the Compose file's own Traefik
+// does the routing. Labels read:
 //
 //	traefik.enable                                   true/false (default true: exposedByDefault)
 //	traefik.http.routers.R.rule                      Host, PathPrefix, Path matchers; && || and ( )
 //	traefik.http.routers.R.service                   the service R sends to (default: the only one defined)
 //	traefik.http.routers.R.priority                  integer (default: the rule's length)
-//	traefik.http.routers.R.entrypoints               accepted and ignored: drill's gateway is one entrypoint
+//	traefik.http.routers.R.entrypoints               accepted and ignored (Traefik reads them)
 //	traefik.http.services.S.loadbalancer.server.port the container port (required)
 //	traefik.docker.network                           accepted and ignored: one project network
 //
@@ -328,4 +331,120 @@ func (p *ruleParser) term() (matcher, error) {
 	default:
 		return nil, fmt.Errorf("rule %q: matcher %s %w (drill follows Host, PathPrefix and Path)", p.s, name, ErrUnsupported)
 	}
+}
+
+// TraefikStatic is what drill reads of a Traefik service's static
+// configuration, from its command's --flag=value arguments (Traefik's CLI
+// form; flag names compare without case, as Traefik's do). Configuration
+// from a file or TRAEFIK_* variables is not read: drill requires the
+// flags below on the command line, where the Compose file shows them.
+type TraefikStatic struct {
+	// EntryPoints maps an entry point's name to its container port
+	// (--entrypoints.NAME.address=:PORT).
+	EntryPoints map[string]int
+	// APIPort is the container port of the insecure API
+	// (--api.insecure=true serves it on entry point "traefik", :8080 unless
+	// --entrypoints.traefik.address says otherwise); 0 when the API is off.
+	APIPort int
+	// DockerProvider says --providers.docker=true (or any providers.docker.* flag).
+	DockerProvider bool
+	// AllowEmptyServices is --providers.docker.allowEmptyServices: a
+	// service whose containers are all unhealthy keeps its routers, which
+	// answer 503, instead of losing them (404).
+	AllowEmptyServices bool
+	// AccessLogJSON says the access log is on, in JSON, on the container's
+	// standard output, unbuffered: --accesslog=true and
+	// --accesslog.format=json, with no --accesslog.filepath and no
+	// --accesslog.bufferingsize above 0.
+	AccessLogJSON bool
+}
+
+// ParseTraefikStatic reads s's command as Traefik's static configuration
+// flags. It returns an error naming the flag when a value drill reads is
+// not what Traefik accepts (a bool that is not one, an address without a
+// port). Flags drill does not read are left to Traefik.
+func ParseTraefikStatic(s Service) (*TraefikStatic, error) {
+	out := &TraefikStatic{EntryPoints: map[string]int{}}
+	flags := map[string]string{}
+	for _, a := range s.Command {
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		k, v, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !hasValue {
+			v = "true"
+		}
+		flags[strings.ToLower(k)] = v
+	}
+	boolFlag := func(k string) (bool, error) {
+		v, ok := flags[k]
+		if !ok {
+			return false, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, fmt.Errorf("services.%s.command: --%s=%s is not true or false", s.Name, k, v)
+		}
+		return b, nil
+	}
+	var err error
+	keys := make([]string, 0, len(flags))
+	for k := range flags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name, ok := strings.CutPrefix(k, "entrypoints.")
+		if !ok {
+			continue
+		}
+		name, ok = strings.CutSuffix(name, ".address")
+		if !ok || strings.Contains(name, ".") {
+			continue
+		}
+		_, port, found := strings.Cut(flags[k], ":")
+		port, _, _ = strings.Cut(port, "/") // :80/tcp
+		n, perr := strconv.Atoi(port)
+		if !found || perr != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("services.%s.command: --%s=%s: want [host]:port", s.Name, k, flags[k])
+		}
+		out.EntryPoints[name] = n
+	}
+	insecure, err := boolFlag("api.insecure")
+	if err != nil {
+		return nil, err
+	}
+	if insecure {
+		out.APIPort = 8080
+		if p, ok := out.EntryPoints["traefik"]; ok {
+			out.APIPort = p
+		}
+	}
+	if out.DockerProvider, err = boolFlag("providers.docker"); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, "providers.docker.") {
+			out.DockerProvider = true
+		}
+	}
+	if out.AllowEmptyServices, err = boolFlag("providers.docker.allowemptyservices"); err != nil {
+		return nil, err
+	}
+	on, err := boolFlag("accesslog")
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, "accesslog.") {
+			on = true // any accesslog.* option turns it on, as in Traefik
+		}
+	}
+	buffered := false
+	if v, ok := flags["accesslog.bufferingsize"]; ok && v != "0" {
+		buffered = true
+	}
+	_, toFile := flags["accesslog.filepath"]
+	out.AccessLogJSON = on && strings.EqualFold(flags["accesslog.format"], "json") && !toFile && !buffered
+	return out, nil
 }

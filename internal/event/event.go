@@ -138,6 +138,18 @@ const (
 	Operator Kind = "operator"
 )
 
+// Metric names drill records itself (Kind Metric) from what it observes.
+const (
+	// MetricTraefikNoRouter counts a service's requests that Traefik
+	// answered 404 with no router, per second of the run's clock, from its
+	// access log (At the second's start, Service the Compose service,
+	// Value the count).
+	MetricTraefikNoRouter = "traefik_no_router_requests"
+	// MetricTraefikNoServer counts those Traefik answered a 5xx itself
+	// with no server, per second, likewise.
+	MetricTraefikNoServer = "traefik_no_server_requests"
+)
+
 // Probe names.
 const (
 	ProbeStartup   = "startup"

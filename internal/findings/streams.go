@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/assert"
+	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/measure"
 	"github.com/drillhq/drill/internal/routing"
 	"github.com/drillhq/drill/internal/scenario"
@@ -23,6 +24,14 @@ type failureKinds struct {
 	// connections when no endpoint is ready; its 503s are the replicas').
 	perConn    bool
 	badGateway int64 // 502: the Service could not reach the chosen replica
+	// traefik: the stream's service is routed by the real Traefik of a
+	// compose run (routing read from its access log); noRouter counts its
+	// 404s in seconds it had dropped the service's routers.
+	traefik  bool
+	noRouter int64
+	// traefikCounted: noRouter and the no-server 5xx are Traefik's access
+	// log counts, not attributed by time.
+	traefikCounted bool
 	// marked: drill's local Service marked its own answers and the
 	// generator counted them (measure.ServiceAnswerHeader): they are told
 	// apart by who answered, not by time. byLocal counts them all.
@@ -53,6 +62,28 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 	unroutable := c.unroute[svc]
 	k.perConn = c.perConnection(svc)
 	local := c.routes[svc].Source == routing.LocalService && !k.perConn
+	k.traefik = c.routes[svc].Source == routing.TraefikAccessLog
+	// Behind Traefik, its access log counted the requests it answered
+	// itself per second (traefik.MetricNoRouter, MetricNoServer): those
+	// counts, not the time, say which 404s and 5xx were Traefik's.
+	var logged404, logged5xx int64
+	counted := false
+	if k.traefik {
+		for _, e := range c.events {
+			if e.Kind != event.Metric || e.Service != svc || e.At < from || e.At >= to {
+				continue
+			}
+			switch e.Metric {
+			case event.MetricTraefikNoRouter:
+				logged404 += int64(e.Value)
+				counted = true
+			case event.MetricTraefikNoServer:
+				logged5xx += int64(e.Value)
+				counted = true
+			}
+		}
+	}
+	var got404, got500, got503 int64
 	for _, b := range s.Buckets {
 		if !b.Within(from, to) {
 			continue
@@ -87,7 +118,15 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 				n -= b.ServiceAnswers[code] // what the replicas answered
 			}
 			switch {
-			case code == 503 && inU && !k.perConn && !marked:
+			case k.traefik && counted && code == 404:
+				got404 += n
+			case k.traefik && counted && code == 500:
+				got500 += n
+			case k.traefik && counted && code == 503:
+				got503 += n
+			case code == 404 && inU && k.traefik:
+				k.noRouter += n
+			case (code == 503 || code == 500 && k.traefik) && inU && !k.perConn && !marked:
 				k.noEndpoint += n
 			case code == 503 || code == 429:
 				k.shedService += n
@@ -110,6 +149,20 @@ func (c *ctx) classify(stream string, from, to time.Duration) failureKinds {
 			}
 		}
 	}
+	if counted {
+		// Traefik's own answers as its log counted them; the client's
+		// 404s, 500s and 503s beyond those (the service's own, or across a
+		// second's edge) are the service's: 503 shed, the rest other.
+		// Traefik v3.6.12's no-server answer is 500, so its count claims
+		// 500s first.
+		k.noRouter = min(got404, logged404)
+		c500 := min(got500, logged5xx)
+		c503 := min(got503, logged5xx-c500)
+		k.noEndpoint += c500 + c503
+		k.shedService += got503 - c503
+		k.other += got404 - k.noRouter + got500 - c500
+		k.traefikCounted = true
+	}
 	return k
 }
 
@@ -123,6 +176,9 @@ func (k failureKinds) text() string {
 	}
 	add(k.shedService, "shed with 503/429 by the service")
 	switch {
+	case k.traefik:
+		add(k.noRouter, "answered 404 by Traefik (no router: its Docker provider dropped the container)")
+		add(k.noEndpoint, "answered 500/503 by Traefik itself (no server: allowEmptyServices kept the service without one)")
 	case k.marked:
 		add(k.noEndpoint, "answered 503 by the local Service (no ready endpoint)")
 		add(k.badGateway, "answered 502 by the local Service (replica unreachable)")
@@ -138,6 +194,9 @@ func (k failureKinds) text() string {
 	add(k.connection, "connection errors")
 	add(k.other, "other errors")
 	s := strings.Join(parts, ", ")
+	if k.traefikCounted && s != "" {
+		s += "; Traefik's own answers as its access log counted them"
+	}
 	if k.marked && k.byLocal > 0 {
 		// Counted by the marker on each answer, not by time.
 		s += fmt.Sprintf("; drill's local Service answered %s of them itself", thousands(k.byLocal))
@@ -154,6 +213,9 @@ func (k failureKinds) figures() []Figure {
 	}
 	if k.marked {
 		f = append(f, countFigure("answered-by-local-service", k.byLocal))
+	}
+	if k.traefik {
+		f = append(f, countFigure("no-router-404", k.noRouter))
 	}
 	return f
 }

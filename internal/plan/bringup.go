@@ -1,10 +1,12 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/drillhq/drill/internal/composefile"
 	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -36,6 +38,12 @@ type BringUp struct {
 	// (relative to the scenario); its services' replicas and healthchecks
 	// are the file's.
 	ComposeFile string `json:"composeFile,omitempty"`
+	// Traefik says, for a Compose file that runs Traefik
+	// (environment.compose.traefik), which service runs it, its entry
+	// point, whether allowEmptyServices is on, and its routers as the
+	// labels define them ("orders: PathPrefix(`/orders`) -> order-gateway:8080");
+	// drill reads routing from its API and access log.
+	Traefik string `json:"traefik,omitempty"`
 }
 
 // ServiceBringUp is one service's part of the bring-up.
@@ -80,6 +88,9 @@ func bringUpOf(s *scenario.Scenario, rd *redact.Redactor) *BringUp {
 	local := b.Environment == string(scenario.EnvLocal)
 	if c := s.Environment.Compose; c != nil {
 		b.ComposeFile = c.File
+		if c.Traefik != nil {
+			b.Traefik = traefikOf(s)
+		}
 	}
 	if local {
 		b.ReadyTimeout = s.Timeline.ReadyTimeout.D()
@@ -148,4 +159,38 @@ func probeTiming(kind string, p *scenario.Probe, rd *redact.Redactor) ProbeTimin
 	return ProbeTiming{Kind: kind, Check: check,
 		InitialDelay: sec(p.InitialDelaySeconds), Period: sec(or(p.PeriodSeconds, 10)), Timeout: sec(or(p.TimeoutSeconds, 1)),
 		SuccessThreshold: or(p.SuccessThreshold, 1), FailureThreshold: or(p.FailureThreshold, 3)}
+}
+
+// traefikOf describes the Traefik of s's Compose file; a file that does
+// not load (validation says why) gives what the scenario names.
+func traefikOf(s *scenario.Scenario) string {
+	c := s.Environment.Compose
+	blank := make(map[string]string, len(c.Env)) // values do not matter here
+	for k := range c.Env {
+		blank[k] = ""
+	}
+	p, err := composefile.Load(context.Background(), s.ComposePath(), c.Project, blank)
+	if err != nil {
+		return "service " + c.Traefik.Service
+	}
+	_, written := s.Positions["environment.compose.allowEmptyServices"]
+	ts, err := scenario.ResolveTraefik(c, p, written)
+	if err != nil {
+		return "service " + c.Traefik.Service
+	}
+	out := fmt.Sprintf("service %s, entry point %s (port %d), allowEmptyServices %t", ts.Service, ts.EntryPoint, ts.EntryPort, ts.Static.AllowEmptyServices)
+	if routes, err := composefile.ParseRoutes(p); err == nil {
+		ports := map[string]string{}
+		for _, b := range routes.Backends {
+			ports[b.Name] = fmt.Sprintf("%s:%d", b.Owner, b.Port)
+		}
+		var rs []string
+		for _, r := range routes.Routers {
+			rs = append(rs, fmt.Sprintf("%s: %s -> %s", r.Name, r.Rule, ports[r.Service]))
+		}
+		if len(rs) > 0 {
+			out += "; routers " + strings.Join(rs, ", ")
+		}
+	}
+	return out
 }

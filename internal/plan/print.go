@@ -129,6 +129,9 @@ func printBringUp(w io.Writer, b *BringUp) {
 		fmt.Fprintln(w, "BRING-UP before t+0 (kubernetes): drill starts no service; the services are the cluster's pods, found by selector")
 	case "compose":
 		fmt.Fprintf(w, "BRING-UP before t+0 (compose): the dependencies start, then docker compose brings up %s, whose services' replicas and healthchecks are the file's\n", b.ComposeFile)
+		if b.Traefik != "" {
+			fmt.Fprintf(w, "  Traefik routes the load: %s; drill reads routing from its API and JSON access log\n", b.Traefik)
+		}
 	default:
 		fmt.Fprintf(w, "BRING-UP before t+0 (%s): the dependencies start, then the environment's services\n", b.Environment)
 	}

@@ -30,10 +30,15 @@ const (
 	// moment the local runtime marks it unready (local mode). It is not an
 	// EndpointSlice: its removal figures measure drill, not a controller.
 	LocalService Source = "local Service"
-	// TraefikRules: drill's gateway following Traefik's Docker-provider
-	// rules in a compose run (a container is a server while it runs and is
-	// healthy or has no healthcheck).
+	// TraefikRules: drill's former gateway following Traefik's
+	// Docker-provider rules in a compose run; only records made before
+	// compose runs went behind the real Traefik carry it.
 	TraefikRules Source = "Traefik-rule gateway"
+	// TraefikAccessLog: the real Traefik of a compose run, read from its
+	// JSON access log (internal/traefik): a replica leaves routing at the
+	// first request Traefik answered itself with 404 (no router) or 503
+	// (no server) and is back at the first it forwarded again.
+	TraefikAccessLog Source = "Traefik access log"
 	// PodReady: no endpoint events were recorded; the pods' Ready
 	// condition stands in for routing.
 	PodReady Source = "pod Ready condition"
@@ -116,6 +121,8 @@ func For(events []event.Event, service string) Timeline {
 				tl.Source = LocalService
 			case "traefik-rules":
 				tl.Source = TraefikRules
+			case "traefik-accesslog":
+				tl.Source = TraefikAccessLog
 			}
 			break
 		}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
@@ -18,19 +20,42 @@ import (
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/scenario"
+	"github.com/drillhq/drill/internal/traefik"
 )
 
 // composeRun is what a compose run brought up: the project's network and
-// containers, the watcher that turns the engine's view into events, and
-// the Traefik-rule gateway the streams reach the services through.
+// containers, the watcher that turns the engine's view into events, and,
+// when the Compose file runs Traefik, the observer that reads routing
+// from it.
 type composeRun struct {
 	cli     *testcontainers.DockerClient
 	stack   *compose.Stack
 	watcher *compose.Watcher
-	gateway *compose.Gateway
+	traefik *traefik.Observer
+	// stopTraefik closes the observer once (before the record is made,
+	// and at teardown for a run that ended early).
+	stopTraefik func()
 	// warnings are what the engine will not carry out of the Compose file
 	// (file: key: why), for the record's validity warnings.
 	warnings []string
+	// mu guards problems: what makes the measurement invalid (Traefik's
+	// API or access log unreadable), for the record's validity problems.
+	mu       sync.Mutex
+	problems []string
+}
+
+// problem records a reason the run's measurement is invalid.
+func (cr *composeRun) problem(p ...string) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	cr.problems = append(cr.problems, p...)
+}
+
+// Problems returns the recorded reasons the measurement is invalid.
+func (cr *composeRun) Problems() []string {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	return append([]string(nil), cr.problems...)
 }
 
 // isCompose reports whether the run brings up a Compose file.
@@ -120,8 +145,10 @@ func (r *run) proxyListen(i int, listen string) string {
 }
 
 // startCompose reads the Compose file again with environment.compose.env
-// filled (proxies are up now), starts the containers, the watcher and the
-// gateway, and points ${services.NAME.url} at the gateway.
+// filled (proxies are up now), starts the containers and the watcher, and
+// points ${services.NAME.url} at Traefik's entry point when the file runs
+// Traefik (environment.compose.traefik), which drill then observes, or
+// else at the port the service's container publishes on loopback.
 func (r *run) startCompose(ctx context.Context) error {
 	c := r.sc.Environment.Compose
 	cr := r.env.compose
@@ -137,13 +164,14 @@ func (r *run) startCompose(ctx context.Context) error {
 	if err != nil {
 		return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: %w", r.sc.ComposePath(), err))
 	}
-	log := r.log.With("component", "compose", "project", p.Name)
-	gw := compose.NewGateway(routes, c.AllowEmptyServices, r.clock, r.evlog, log.With("part", "gateway"))
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		return exitcode.Wrap(exitcode.CouldNotRun, err)
+	var ts *scenario.TraefikSetup
+	if c.Traefik != nil {
+		_, written := r.sc.Positions["environment.compose.allowEmptyServices"]
+		if ts, err = scenario.ResolveTraefik(c, p, written); err != nil {
+			return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: %w", r.sc.ComposePath(), err))
+		}
 	}
-	cr.gateway = gw
-	r.env.onClose("compose gateway", gw.Close)
+	log := r.log.With("component", "compose", "project", p.Name)
 	r.watchAnswers(ctx)
 	err = cr.stack.Start(ctx, p)
 	// What the engine ignores of the file is said even when the start
@@ -158,13 +186,45 @@ func (r *run) startCompose(ctx context.Context) error {
 	}
 	// The watcher lives until teardown, like the local replicas.
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	cr.watcher = compose.Watch(wctx, cr.cli, cr.stack, r.clock, r.evlog, gw.SetServing, log.With("part", "watcher"))
+	cr.watcher = compose.Watch(wctx, cr.cli, cr.stack, r.clock, r.evlog, nil, log.With("part", "watcher"))
 	r.env.onClose("compose watcher", func(context.Context) error { cancel(); cr.watcher.Wait(); return nil })
-	for _, s := range r.sc.Services {
-		r.vars["services."+s.Name+".url"] = gw.URL()
-		r.vars["services."+s.Name+".addr"] = gw.URL()[len("http://"):]
+	if ts != nil {
+		tc := cr.stack.Container(ts.Service)
+		entry := "http://" + tc.Published[ts.EntryPort]
+		servers := map[string]traefik.Server{}
+		for _, b := range routes.Backends {
+			if bc := cr.stack.Container(b.Owner); bc != nil {
+				servers[b.Owner] = traefik.Server{Service: b.Owner, Pod: bc.Name, Address: net.JoinHostPort(bc.IP, strconv.Itoa(b.Port))}
+			}
+		}
+		obs := traefik.Start(ctx, traefik.Config{Docker: cr.cli, Container: tc.ID,
+			API: "http://" + net.JoinHostPort(tc.IP, strconv.Itoa(ts.Static.APIPort)), Entry: entry,
+			Routes: routes, Servers: servers, Clock: r.clock, Sink: r.evlog, Log: log.With("part", "traefik")})
+		cr.traefik = obs
+		cr.stopTraefik = sync.OnceFunc(func() {
+			counts, problems := obs.Close()
+			cr.problem(problems...)
+			log.Info("traefik access log", "entries", counts.Entries, "forwarded", counts.Forwarded, "no-router-404", counts.NoRouter, "no-server-503", counts.NoServer)
+		})
+		r.env.onClose("traefik observer", func(context.Context) error { cr.stopTraefik(); return nil })
+		for _, s := range r.sc.Services {
+			r.vars["services."+s.Name+".url"] = entry
+			r.vars["services."+s.Name+".addr"] = strings.TrimPrefix(entry, "http://")
+		}
+		log.Info("compose project up behind Traefik", "containers", len(cr.stack.Containers), "entry", entry, "allowEmptyServices", ts.Static.AllowEmptyServices)
+		return nil
 	}
-	log.Info("compose project up", "containers", len(cr.stack.Containers), "gateway", gw.URL())
+	for _, s := range r.sc.Services {
+		sc := cr.stack.Container(s.Name)
+		cs, _ := p.Service(s.Name)
+		if sc == nil || len(cs.Ports) == 0 {
+			return exitcode.Wrap(exitcode.BadInput, fmt.Errorf("%s: service %s publishes no port and the file runs no Traefik", r.sc.ComposePath(), s.Name))
+		}
+		addr := sc.Published[cs.Ports[0].Target]
+		r.vars["services."+s.Name+".url"] = "http://" + addr
+		r.vars["services."+s.Name+".addr"] = addr
+	}
+	log.Info("compose project up", "containers", len(cr.stack.Containers))
 	return nil
 }
 
@@ -197,10 +257,25 @@ func (r *run) waitCompose(ctx context.Context) error {
 		for !cr.watcher.Serving(n) {
 			select {
 			case <-ctx.Done():
-				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose service %s not routed within %s", n, timeout))
+				return exitcode.Wrap(exitcode.CouldNotRun, fmt.Errorf("compose service %s not healthy within %s", n, timeout))
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
+	}
+	if cr.traefik == nil {
+		return nil
+	}
+	// Traefik routes to every labelled service (its API says so), then
+	// its access log's clock is measured. Either failing makes the
+	// measurement invalid, said by name; drill has no model to fall back on.
+	if err := cr.traefik.WaitUp(ctx); err != nil {
+		cr.problem(fmt.Sprintf("Traefik's API: %v", err))
+		r.log.Warn("Traefik does not route to the services", "err", err)
+		return nil
+	}
+	if _, err := cr.traefik.Sync(ctx, 5, 10*time.Second); err != nil {
+		cr.problem(err.Error())
+		r.log.Warn("Traefik's access log unreadable", "err", err)
 	}
 	return nil
 }

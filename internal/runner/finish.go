@@ -39,6 +39,11 @@ func (r *run) finishEarly(err error) (Result, error) {
 // unverified 5 > aborted 3 > invalid 4 > failed 1 > pass 0) and writes the
 // reports.
 func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.Leftover, verifyErr error) (Result, error) {
+	// Traefik's observer stops before the record is made: its last
+	// events and its validity problems belong in it.
+	if r.env != nil && r.env.compose != nil && r.env.compose.stopTraefik != nil {
+		r.env.compose.stopTraefik()
+	}
 	rec := &record.Run{
 		SchemaVersion: record.SchemaVersion,
 		RunID:         r.id,
@@ -87,6 +92,7 @@ func (r *run) finish(tl *timeline, runErr, revertErr error, leftovers []inject.L
 		rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.placement.Warnings()...)
 		if r.env.compose != nil {
 			rec.Validity.Warnings = append(rec.Validity.Warnings, r.env.compose.warnings...)
+			rec.Validity.Problems = append(rec.Validity.Problems, r.env.compose.Problems()...)
 		}
 	}
 

@@ -2,17 +2,22 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/drillhq/drill/internal/composefile"
 )
 
 // ComposeEnv is environment.compose: the Compose file a compose run brings
-// up. Scenario services name Compose services; `${services.NAME.url}` is
-// drill's Traefik-rule gateway in front of them.
+// up. Scenario services name Compose services. With Traefik (Traefik set),
+// `${services.NAME.url}` is Traefik's entry point as the Compose file
+// publishes it on loopback, and drill reads routing from Traefik's API and
+// access log; without it, the service's first port the Compose file
+// publishes on loopback.
 type ComposeEnv struct {
 	// File is the Compose file, relative to the scenario; required. It is
 	// read with compose-go; keys drill does not carry out are refused.
@@ -26,10 +31,113 @@ type ComposeEnv struct {
 	// proxy of a compose run listens on the project network's gateway
 	// address unless its listen is set, so the containers reach it.
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
-	// AllowEmptyServices is Traefik's --providers.docker.allowEmptyServices:
-	// a router whose containers are all unhealthy stays and answers 503
-	// instead of vanishing (404). Default false, as Traefik's.
+	// Traefik names the Compose service that runs Traefik in front of the
+	// others (ADR 0077); nil when the file runs none.
+	Traefik *ComposeTraefik `yaml:"traefik,omitempty" json:"traefik,omitempty"`
+	// AllowEmptyServices is Traefik's --providers.docker.allowEmptyServices
+	// as the scenario expects it; the Compose file's Traefik command is the
+	// truth. Optional, and only with Traefik: when written it must agree
+	// with the command (a mismatch is an error naming both).
 	AllowEmptyServices bool `yaml:"allowEmptyServices,omitempty" json:"allowEmptyServices,omitempty"`
+}
+
+// ComposeTraefik is environment.compose.traefik: the Traefik of the
+// Compose file that routes to the services, and what drill reads from it.
+// Drill requires of its command (flags, not a file): the Docker provider
+// over the engine's socket (a bind mount of /var/run/docker.sock),
+// --api.insecure=true (drill polls /api/http/routers and
+// /api/http/services on the container's address on the project network),
+// --accesslog=true with --accesslog.format=json on standard output and no
+// buffering (drill follows the container's log), and the entry point
+// published on a loopback address.
+type ComposeTraefik struct {
+	// Service is the Compose service that runs Traefik; required.
+	Service string `yaml:"service" json:"service"`
+	// EntryPoint is the entry point the load goes through
+	// (--entrypoints.NAME.address); default: the only entry point other
+	// than traefik (the API's).
+	EntryPoint string `yaml:"entryPoint,omitempty" json:"entryPoint,omitempty"`
+}
+
+// TraefikSetup is a compose run's Traefik as the Compose file and
+// environment.compose.traefik define it.
+type TraefikSetup struct {
+	// Service is the Compose service running Traefik.
+	Service string
+	// EntryPoint is the entry point's name, EntryPort its container port.
+	EntryPoint string
+	EntryPort  int
+	// Static is what drill read of Traefik's command.
+	Static *composefile.TraefikStatic
+}
+
+// ResolveTraefik checks the Traefik of p against what drill requires
+// (ComposeTraefik's doc) and returns its setup; c.Traefik must be set.
+// Errors name the key (environment.compose.traefik.* or the Compose
+// file's services.NAME.*).
+func ResolveTraefik(c *ComposeEnv, p *composefile.Project, allowEmptyWritten bool) (*TraefikSetup, error) {
+	t := c.Traefik
+	svc, ok := p.Service(t.Service)
+	if !ok {
+		return nil, fmt.Errorf("environment.compose.traefik.service: no service %q in the Compose file", t.Service)
+	}
+	st, err := composefile.ParseTraefikStatic(svc)
+	if err != nil {
+		return nil, err
+	}
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if !st.DockerProvider {
+		bad("services.%s.command: drill needs Traefik's Docker provider (--providers.docker=true)", svc.Name)
+	}
+	sock := false
+	for _, b := range svc.Binds {
+		sock = sock || b.Source == composefile.DockerSocket
+	}
+	if !sock {
+		bad("services.%s.volumes: the Docker provider needs the engine's socket (%s:%s:ro)", svc.Name, composefile.DockerSocket, composefile.DockerSocket)
+	}
+	if st.APIPort == 0 {
+		bad("services.%s.command: drill reads routing from Traefik's API: set --api.insecure=true", svc.Name)
+	}
+	if !st.AccessLogJSON {
+		bad("services.%s.command: drill reads every request from Traefik's access log: set --accesslog=true and --accesslog.format=json, without accesslog.filepath (standard output) or accesslog.bufferingsize", svc.Name)
+	}
+	if allowEmptyWritten && c.AllowEmptyServices != st.AllowEmptyServices {
+		bad("environment.compose.allowEmptyServices: %t disagrees with services.%s.command (--providers.docker.allowEmptyServices is %t); the Compose file decides: drop the key or make them agree", c.AllowEmptyServices, svc.Name, st.AllowEmptyServices)
+	}
+	ep := t.EntryPoint
+	if ep == "" {
+		var names []string
+		for n := range st.EntryPoints {
+			if n != "traefik" {
+				names = append(names, n)
+			}
+		}
+		if len(names) != 1 {
+			sort.Strings(names)
+			bad("environment.compose.traefik.entryPoint: name the entry point the load goes through (services.%s.command defines %d besides traefik: %s)", svc.Name, len(names), strings.Join(names, ", "))
+		} else {
+			ep = names[0]
+		}
+	}
+	port := st.EntryPoints[ep]
+	if ep != "" && port == 0 {
+		bad("environment.compose.traefik.entryPoint: services.%s.command defines no entry point %q (--entrypoints.%s.address)", svc.Name, ep, ep)
+	}
+	if port != 0 {
+		published := false
+		for _, pp := range svc.Ports {
+			published = published || pp.Target == port
+		}
+		if !published {
+			bad("services.%s.ports: publish entry point %s's port %d on loopback (e.g. \"127.0.0.1::%d\"): the load goes through it", svc.Name, ep, port, port)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	return &TraefikSetup{Service: svc.Name, EntryPoint: ep, EntryPort: port, Static: st}, nil
 }
 
 // ComposePath is the Compose file's path as drill opens it: File relative
@@ -82,6 +190,28 @@ func (v *validator) composeEnv() {
 	v.compose = p
 	if _, err := composefile.ParseRoutes(p); err != nil {
 		v.errorf("environment.compose.file", "%s: %s", v.s.ComposePath(), err)
+	}
+	_, allowWritten := v.s.Positions["environment.compose.allowEmptyServices"]
+	if c.Traefik != nil {
+		if c.Traefik.Service == "" {
+			v.errorf("environment.compose.traefik.service", "required: the Compose service that runs Traefik")
+		} else if _, err := ResolveTraefik(c, p, allowWritten); err != nil {
+			v.errorf("environment.compose.traefik", "%s: %s", v.s.ComposePath(), err)
+		}
+	} else {
+		if allowWritten {
+			v.errorf("environment.compose.allowEmptyServices", "applies only with environment.compose.traefik: Traefik reads it from its own command (--providers.docker.allowEmptyServices)")
+		}
+		for _, svc := range p.Services {
+			if len(svc.Binds) > 0 {
+				v.errorf("environment.compose", "service %s mounts the engine's socket, as a Traefik with the Docker provider does: set environment.compose.traefik.service so drill reads routing from it", svc.Name)
+			}
+		}
+		for i, svc := range v.s.Services {
+			if cs, ok := p.Service(svc.Name); ok && len(cs.Ports) == 0 {
+				v.errorf(fmt.Sprintf("services[%d].name", i), "%s publishes no port and the Compose file runs no Traefik (environment.compose.traefik): drill has no URL for it", svc.Name)
+			}
+		}
 	}
 	for i, svc := range v.s.Services {
 		if _, ok := p.Service(svc.Name); !ok {

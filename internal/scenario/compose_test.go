@@ -30,6 +30,32 @@ streams:
     rate: 1/s
 `
 
+// traefikCompose is a Compose file running Traefik in front of api, with
+// or without allowEmptyServices and without the flag drop.
+func traefikCompose(allowEmpty bool, drop string) string {
+	flags := []string{"--providers.docker=true", "--entrypoints.web.address=:80", "--api.insecure=true", "--accesslog=true", "--accesslog.format=json"}
+	if allowEmpty {
+		flags = append(flags, "--providers.docker.allowEmptyServices=true")
+	}
+	var b strings.Builder
+	b.WriteString("services:\n  traefik:\n    image: drill-traefik:v3.6.12\n    command:\n")
+	for _, f := range flags {
+		if f != drop {
+			b.WriteString("      - " + f + "\n")
+		}
+	}
+	b.WriteString(`    ports: ["127.0.0.1::80"]
+    volumes: ["/var/run/docker.sock:/var/run/docker.sock:ro"]
+  api:
+    image: x
+    labels:
+      traefik.enable: "true"
+      traefik.http.routers.api.rule: PathPrefix(` + "`/`" + `)
+      traefik.http.services.api.loadbalancer.server.port: "8080"
+`)
+	return b.String()
+}
+
 // TestComposeEnvironment validates compose environments against their
 // Compose files: drill's subset, Traefik labels, scenario services naming
 // Compose services, and the keys that do not apply.
@@ -41,13 +67,30 @@ func TestComposeEnvironment(t *testing.T) {
 		{name: "ok", service: "api", compose: `services:
   api:
     image: x
+    ports: ["127.0.0.1::8080"]
     environment: {DB: "${DATABASE_URL}"}
     labels:
       traefik.http.routers.api.rule: PathPrefix(` + "`/`" + `)
       traefik.http.services.api.loadbalancer.server.port: "8080"
 `},
-		{name: "unsupported key", service: "api", compose: "services:\n  api:\n    image: x\n    volumes: [\"/a:/b\"]\n",
-			want: []string{"environment.compose.file", "compose.yaml:4: services.api.volumes", "not supported by drill"}},
+		{name: "unsupported key", service: "api", compose: "services:\n  api:\n    image: x\n    network_mode: host\n",
+			want: []string{"environment.compose.file", "compose.yaml:4: services.api.network_mode", "not supported by drill"}},
+		{name: "no port and no Traefik", service: "api", compose: "services:\n  api:\n    image: x\n",
+			want: []string{"services[0].name: api publishes no port and the Compose file runs no Traefik"}},
+		{name: "Traefik", service: "api", compose: traefikCompose(true, ""), extra: "traefik"},
+		{name: "Traefik, allowEmptyServices agrees", service: "api", compose: traefikCompose(true, ""), extra: "traefik+allow"},
+		{name: "Traefik, allowEmptyServices disagrees", service: "api", compose: traefikCompose(false, ""), extra: "traefik+allow",
+			want: []string{"environment.compose.allowEmptyServices: true disagrees with services.traefik.command (--providers.docker.allowEmptyServices is false)"}},
+		{name: "Traefik without its access log", service: "api", compose: traefikCompose(true, "--accesslog.format=json"), extra: "traefik",
+			want: []string{"services.traefik.command: drill reads every request from Traefik's access log"}},
+		{name: "Traefik without its API", service: "api", compose: traefikCompose(true, "--api.insecure=true"), extra: "traefik",
+			want: []string{"set --api.insecure=true"}},
+		{name: "Traefik entry point not published", service: "api", compose: strings.Replace(traefikCompose(true, ""), `ports: ["127.0.0.1::80"]`, `ports: ["127.0.0.1::8080"]`, 1), extra: "traefik",
+			want: []string{"services.traefik.ports: publish entry point web's port 80 on loopback"}},
+		{name: "Traefik not named", service: "api", compose: traefikCompose(true, ""),
+			want: []string{"service traefik mounts the engine's socket", "set environment.compose.traefik.service"}},
+		{name: "allowEmptyServices without Traefik", service: "api", compose: "services:\n  api:\n    image: x\n    ports: [\"127.0.0.1::80\"]\n", extra: "allow",
+			want: []string{"environment.compose.allowEmptyServices: applies only with environment.compose.traefik"}},
 		{name: "unknown service", service: "web", compose: "services:\n  api:\n    image: x\n",
 			want: []string{`services[0].name: no service "web"`, "it has api"}},
 		{name: "traefik label outside the subset", service: "api", compose: `services:
@@ -58,7 +101,7 @@ func TestComposeEnvironment(t *testing.T) {
       traefik.http.routers.api.middlewares: auth
       traefik.http.services.api.loadbalancer.server.port: "8080"
 `, want: []string{"traefik.http.routers.api.middlewares", "not supported by drill"}},
-		{name: "container-pause of a Compose service", service: "api", compose: "services:\n  api:\n    image: x\n  db:\n    image: y\n",
+		{name: "container-pause of a Compose service", service: "api", compose: "services:\n  api:\n    image: x\n    ports: [\"127.0.0.1::80\"]\n  db:\n    image: y\n",
 			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n"},
 		{name: "container-pause of no Compose service", service: "api", compose: "services:\n  api:\n    image: x\n",
 			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n",
@@ -74,6 +117,15 @@ func TestComposeEnvironment(t *testing.T) {
 			}
 			sc := strings.ReplaceAll(strings.ReplaceAll(composeScenario, "%FILE%", "compose.yaml"), "%SERVICE%", tt.service)
 			switch {
+			case strings.HasPrefix(tt.extra, "traefik") || tt.extra == "allow":
+				var keys string
+				if strings.HasPrefix(tt.extra, "traefik") {
+					keys += "    traefik: {service: traefik}\n"
+				}
+				if strings.HasSuffix(tt.extra, "allow") {
+					keys += "    allowEmptyServices: true\n"
+				}
+				sc = strings.Replace(sc, "    env:\n", keys+"    env:\n", 1)
 			case strings.HasPrefix(tt.extra, "faults:"):
 				sc += tt.extra
 			case tt.extra != "":

@@ -18,17 +18,20 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/inject"
 	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/internal/routing"
 	"github.com/drillhq/drill/internal/testutil/needs"
 	"github.com/drillhq/drill/internal/testutil/testproc"
+	"github.com/drillhq/drill/internal/testutil/traefikimage"
+	"github.com/drillhq/drill/internal/traefik"
 )
 
 // referenceImage is the image the compose drills' Compose files name.
 const referenceImage = "drill-reference:local"
 
 // composeSetup skips (under CI=true: fails) without a Docker engine or
-// PostgreSQL binaries, builds
-// a static drill and the reference image from it (as make compose-images
-// does), and returns the binary.
+// PostgreSQL binaries, builds a static drill and the reference image from
+// it, makes sure the Traefik image is there (built from Traefik's module
+// once per version, as make compose-images does), and returns the binary.
 func composeSetup(t *testing.T, work string) (string, compose.Docker) {
 	t.Helper()
 	needPostgres(t)
@@ -66,6 +69,7 @@ func composeSetup(t *testing.T, work string) (string, compose.Docker) {
 	if err := compose.BuildImage(ctx, cli, bctx, "Dockerfile", referenceImage, nil); err != nil {
 		t.Fatalf("build %s: %v", referenceImage, err)
 	}
+	traefikimage.Ensure(t, ctx, cli, root)
 	return bin, cli
 }
 
@@ -89,10 +93,11 @@ func runLabelled(t *testing.T, run string) string {
 }
 
 // TestComposeDrillPair runs the CI-size ADR 0077 pair on this machine's
-// Docker engine: the correct build must pass, the naive one must fail on
-// exactly the assertions its expect.fail declares (the gateway's 404s,
-// the lost routes, the unhealthy container). No container or network of
-// either run may remain.
+// Docker engine behind the real Traefik (a service of the Compose file):
+// the correct build must pass, the naive one must fail on exactly the
+// assertions its expect.fail declares (Traefik's 404s, the lost routes,
+// the unhealthy container), both read from Traefik's access log. No
+// container or network of either run may remain.
 func TestComposeDrillPair(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the compose pair takes about 2 minutes")
@@ -101,7 +106,7 @@ func TestComposeDrillPair(t *testing.T) {
 	drill, _ := composeSetup(t, work)
 	cases := []drillCase{
 		{file: "compose-adr-0077-overload", also: startupGatePassed},
-		{file: "compose-adr-0077-overload-naive"},
+		{file: "compose-adr-0077-overload-naive", also: droppedByTraefik},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -126,6 +131,7 @@ func TestComposeDrillPair(t *testing.T) {
 			if code != wantExit {
 				t.Fatalf("drill exited %d (%s), want %d; results:\n%s", code, run.Error, wantExit, results(run))
 			}
+			fromTraefik(t, run)
 			checkExpectation(t, run, declared)
 			if c.also != nil {
 				c.also(t, run)
@@ -187,9 +193,45 @@ func throughDrillsProxy(t *testing.T, run *record.Run) {
 	}
 }
 
+// fromTraefik checks drill read Traefik: the access log's clock offset
+// was measured, its API was polled, and the run's routing source is the
+// access log.
+func fromTraefik(t *testing.T, run *record.Run) {
+	t.Helper()
+	offset, api := false, false
+	for _, e := range run.Events {
+		offset = offset || e.Kind == event.Note && e.Source == traefik.SourceAccessLog && strings.Contains(e.Detail, "offset")
+		api = api || e.Kind == event.Note && e.Source == traefik.SourceAPI && e.Labels["status"] == "up"
+	}
+	if !offset {
+		t.Error("no note of Traefik's access log clock offset")
+	}
+	if !api {
+		t.Error("no note of Traefik's API routing to the service")
+	}
+	if src := routing.For(run.Events, "order-gateway").Source; src != routing.TraefikAccessLog {
+		t.Errorf("order-gateway's routing source %q, want %q", src, routing.TraefikAccessLog)
+	}
+}
+
+// droppedByTraefik checks the naive build's failures were Traefik's: its
+// access log shows a 404 with no router for order-gateway (Docker marked
+// the container unhealthy, the Docker provider dropped its router).
+func droppedByTraefik(t *testing.T, run *record.Run) {
+	t.Helper()
+	removed := false
+	for _, e := range run.Events {
+		removed = removed || e.Kind == event.EndpointRemoved && e.Source == traefik.SourceAccessLog && e.Reason == "no router" && e.Service == "order-gateway"
+	}
+	if !removed {
+		t.Error("no endpoint-removed event from Traefik's access log (a 404 with no router) for order-gateway")
+	}
+}
+
 // TestComposeCleanupAfterSIGKILL kills a compose run with SIGKILL once its
-// container runs, then `drill cleanup --run ID` must remove the run's
-// containers and network (found by its label), from the journal.
+// containers (order-gateway's and Traefik's) exist, then `drill cleanup
+// --run ID` must remove the run's containers, Traefik's included, and its
+// network (found by their label), from the journal.
 func TestComposeCleanupAfterSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -216,8 +258,11 @@ func TestComposeCleanupAfterSIGKILL(t *testing.T) {
 				run = strings.TrimSuffix(ents[0].Name(), filepath.Ext(ents[0].Name()))
 			}
 		}
-		if run != "" && strings.Contains(runLabelled(t, run), "container ") {
-			break
+		// Both containers: order-gateway's and Traefik's.
+		if run != "" {
+			if left := runLabelled(t, run); strings.Count(left, "container ") >= 2 && strings.Contains(left, "-traefik") {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
@@ -233,6 +278,11 @@ func TestComposeCleanupAfterSIGKILL(t *testing.T) {
 	before := runLabelled(t, run)
 	if !strings.Contains(before, "container ") || !strings.Contains(before, "network ") {
 		t.Fatalf("after SIGKILL, want the run's container and network still there, got %q", before)
+	}
+	// Traefik is a container of the project like the others: drill labels
+	// it with the run, so cleanup finds it.
+	if !strings.Contains(before, "-traefik") {
+		t.Errorf("after SIGKILL, want the run's Traefik container among %q", before)
 	}
 	out, err := exec.Command(drill, "cleanup", "--run", run, "--state-dir", state).CombinedOutput()
 	if err != nil {
