@@ -38,6 +38,10 @@ SKIPS   := $(CURDIR)/bin/test-skips.jsonl
 test: lint ## make lint, unit tests, end-to-end tests one package at a time (drill as a child, drill pairs, real control plane), short fuzz; ends with a line naming every skip and rerun
 	@mkdir -p bin && rm -f $(SKIPS)
 	$(GO) build -o $(TESTSUM) ./tools/testsum
+	@# Traefik for the Compose pair, before any test so that its first build
+	@# (minutes, cached per version) counts against no test's timeout.
+	@start=$$(date +%s); echo "==> Traefik $(TRAEFIK_VERSION) from its Go module (build/traefik.sh, cached)"; \
+	GO=$(GO) ./build/traefik.sh $(TRAEFIK_VERSION) && echo "Traefik ready in $$(( $$(date +%s) - start )) s"
 	@set -o pipefail; status=0; \
 	run() { echo "==> $$*"; "$$@" 2>&1 | $(TESTSUM) -record $(SKIPS); }; \
 	run $(GO) test -json -p 1 -timeout 30m ./cmd/... ./internal/... ./docs/... ./bench/... ./tools/... && \
