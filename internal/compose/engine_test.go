@@ -17,6 +17,7 @@ import (
 
 	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/event/eventtest"
 	"github.com/drillhq/drill/internal/testutil/needs"
 )
 
@@ -50,25 +51,6 @@ func testImageContext(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// recorder is an event sink tests can wait on.
-type recorder struct {
-	mu  sync.Mutex
-	evs []event.Event
-}
-
-func (r *recorder) Emit(e event.Event) { r.mu.Lock(); r.evs = append(r.evs, e); r.mu.Unlock() }
-
-func (r *recorder) find(match func(event.Event) bool) (event.Event, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.evs {
-		if match(e) {
-			return e, true
-		}
-	}
-	return event.Event{}, false
 }
 
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
@@ -164,7 +146,7 @@ func TestStackOnEngine(t *testing.T) {
 	if got := strings.Join(st.Warnings, "\n"); wantWarn != strings.Contains(got, "services.web.healthcheck.start_interval: 500ms is ignored by this engine") {
 		t.Errorf("engine API %s: warnings %q; want a start_interval warning for web: %v", st.EngineAPI, got, wantWarn)
 	}
-	rec := &recorder{}
+	rec := &eventtest.Recorder{}
 	clock := event.NewClock()
 	serving := map[string]bool{}
 	var smu sync.Mutex
@@ -179,7 +161,7 @@ func TestStackOnEngine(t *testing.T) {
 		t.Fatalf("web's port 8080 published on %q, want 127.0.0.1:PORT", pub)
 	}
 	waitFor(t, "web serving", 20*time.Second, func() bool { c, _ := get(t, "http://"+pub+"/x"); return c == 200 && isServing() })
-	if _, ok := rec.find(func(e event.Event) bool { return e.Kind == event.PodReady && e.Service == "plain" }); !ok {
+	if _, ok := rec.Find(func(e event.Event) bool { return e.Kind == event.PodReady && e.Service == "plain" }); !ok {
 		t.Error("no PodReady for the service without a healthcheck")
 	}
 
@@ -188,15 +170,15 @@ func TestStackOnEngine(t *testing.T) {
 		t.Fatalf("/sick: %d %s", c, b)
 	}
 	waitFor(t, "unhealthy", 20*time.Second, func() bool {
-		_, ok := rec.find(func(e event.Event) bool { return e.Kind == event.PodUnready && e.Reason == "unhealthy" })
+		_, ok := rec.Find(func(e event.Event) bool { return e.Kind == event.PodUnready && e.Reason == "unhealthy" })
 		return ok
 	})
-	un, _ := rec.find(func(e event.Event) bool { return e.Kind == event.PodUnready && e.Reason == "unhealthy" })
+	un, _ := rec.Find(func(e event.Event) bool { return e.Kind == event.PodUnready && e.Reason == "unhealthy" })
 	if !strings.Contains(un.Detail, "failing streak 2") || !strings.Contains(un.Detail, "503") {
 		t.Errorf("unhealthy detail %q: want the failing streak and the last outputs", un.Detail)
 	}
 	waitFor(t, "not serving while unhealthy", 5*time.Second, func() bool { return !isServing() })
-	if _, ok := rec.find(func(e event.Event) bool { return e.Kind == event.ProbeResult && !e.OK }); !ok {
+	if _, ok := rec.Find(func(e event.Event) bool { return e.Kind == event.ProbeResult && !e.OK }); !ok {
 		t.Error("no failed ProbeResult")
 	}
 
@@ -207,10 +189,10 @@ func TestStackOnEngine(t *testing.T) {
 	// A crash: the restart policy restarts it; RestartCount rises.
 	get(t, "http://"+web.IP+":8080/exit")
 	waitFor(t, "restart event", 30*time.Second, func() bool {
-		_, ok := rec.find(func(e event.Event) bool { return e.Kind == event.ContainerRestart && e.RestartCount == 1 })
+		_, ok := rec.Find(func(e event.Event) bool { return e.Kind == event.ContainerRestart && e.RestartCount == 1 })
 		return ok
 	})
-	if _, ok := rec.find(func(e event.Event) bool { return e.Kind == event.PodUnready && e.Reason == "exited" }); !ok {
+	if _, ok := rec.Find(func(e event.Event) bool { return e.Kind == event.PodUnready && e.Reason == "exited" }); !ok {
 		t.Error("no PodUnready when the container exited")
 	}
 }

@@ -19,28 +19,11 @@ import (
 	"github.com/drillhq/drill/internal/composefile"
 	"github.com/drillhq/drill/internal/docker"
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/event/eventtest"
 	"github.com/drillhq/drill/internal/testutil/needs"
 	"github.com/drillhq/drill/internal/testutil/traefikimage"
 	"github.com/drillhq/drill/internal/traefik"
 )
-
-type recorder struct {
-	mu  sync.Mutex
-	evs []event.Event
-}
-
-func (r *recorder) Emit(e event.Event) { r.mu.Lock(); r.evs = append(r.evs, e); r.mu.Unlock() }
-
-func (r *recorder) find(match func(event.Event) bool) (event.Event, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.evs {
-		if match(e) {
-			return e, true
-		}
-	}
-	return event.Event{}, false
-}
 
 const composeFile = `name: %s
 services:
@@ -153,7 +136,7 @@ func TestObserverOnRealTraefik(t *testing.T) {
 			if err := st.WaitHealthy(ctx, web); err != nil {
 				t.Fatal(err)
 			}
-			rec := &recorder{}
+			rec := &eventtest.Recorder{}
 			clock := event.NewClock()
 			entry := "http://" + tr.Published[80]
 			obs := traefik.Start(ctx, traefik.Config{Docker: cli, Container: tr.ID, API: "http://" + net.JoinHostPort(tr.IP, "8080"),
@@ -205,11 +188,11 @@ func TestObserverOnRealTraefik(t *testing.T) {
 				t.Helper()
 				deadline := time.Now().Add(30 * time.Second)
 				for {
-					if e, ok := rec.find(match); ok {
+					if e, ok := rec.Find(match); ok {
 						return e
 					}
 					if time.Now().After(deadline) {
-						t.Fatalf("no %s within 30 s; events: %+v", what, rec.evs)
+						t.Fatalf("no %s within 30 s; events: %+v", what, rec.Events())
 					}
 					time.Sleep(100 * time.Millisecond)
 				}
@@ -234,7 +217,7 @@ func TestObserverOnRealTraefik(t *testing.T) {
 			if back.Source != traefik.SourceAccessLog {
 				t.Errorf("back %+v", back)
 			}
-			if _, ok := rec.find(func(e event.Event) bool {
+			if _, ok := rec.Find(func(e event.Event) bool {
 				return e.Kind == event.Note && e.Source == traefik.SourceAPI && e.Labels["traefik-service"] == "app" && e.Labels["status"] != "up"
 			}); !ok {
 				t.Error("no API note of service app out of routing")
@@ -270,7 +253,7 @@ func TestObserverUnreadable(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 	obs := traefik.Start(ctx, traefik.Config{Docker: cli, Container: "drill-no-such-container", API: dead, Entry: dead,
-		Routes: &composefile.Routes{}, Clock: event.NewClock(), Sink: &recorder{}, Poll: 20 * time.Millisecond})
+		Routes: &composefile.Routes{}, Clock: event.NewClock(), Sink: &eventtest.Recorder{}, Poll: 20 * time.Millisecond})
 	if _, err := obs.Sync(ctx, 1, time.Second); err == nil {
 		t.Error("Sync through a dead entry point succeeded")
 	}
