@@ -75,6 +75,18 @@ type endpoint struct {
 	failed *atomic.Int64
 }
 
+// endpointLocked returns pod's endpoint, and true; or, when it has none or
+// one at another address, a new one at addr (order its place in the round
+// robin), and false. Callers hold p.mu.
+func (p *Proxy) endpointLocked(pod, addr string, order int) (*endpoint, bool) {
+	if e, ok := p.eps[pod]; ok && e.addr == addr {
+		return e, true
+	}
+	e := p.newEndpoint(pod, addr, order)
+	p.eps[pod] = e
+	return e, false
+}
+
 // newEndpoint is the endpoint of pod at addr with its reverse proxy.
 func (p *Proxy) newEndpoint(pod, addr string, order int) *endpoint {
 	failed := new(atomic.Int64)
@@ -427,13 +439,9 @@ func (p *Proxy) SetEndpoint(pod, addr string, order int, ready bool) {
 	if p.closed {
 		return
 	}
-	e, ok := p.eps[pod]
-	if !ok || e.addr != addr {
-		e = p.newEndpoint(pod, addr, order)
-		p.eps[pod] = e
-		if !ready {
-			return // a new, unready endpoint: nothing routed, nothing changed
-		}
+	e, ok := p.endpointLocked(pod, addr, order)
+	if !ok && !ready {
+		return // a new, unready endpoint: nothing routed, nothing changed
 	}
 	if e.ready == ready && ok || e.terminating {
 		return // a terminating endpoint is never ready again
@@ -462,11 +470,7 @@ func (p *Proxy) SetEndpointTerminating(pod, addr string, order int, serving bool
 	if p.closed {
 		return
 	}
-	e, ok := p.eps[pod]
-	if !ok || e.addr != addr {
-		e = p.newEndpoint(pod, addr, order)
-		p.eps[pod] = e
-	}
+	e, ok := p.endpointLocked(pod, addr, order)
 	if ok && e.terminating && e.serving == serving {
 		return
 	}
