@@ -203,12 +203,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	}()
 
 	// We hold the lock: every node dir left is a dead node's.
-	stale := staleDirs()
-	for _, d := range stale {
-		n.log.Info("sweeping a dead node's leftovers", "dir", d)
-		if err := sweepDir(ctx, d); err != nil {
-			return n, fmt.Errorf("start node: sweep %s: %w", d, err)
-		}
+	if _, err := sweepStale(ctx, n.log); err != nil {
+		return n, fmt.Errorf("start node: %w", err)
 	}
 	chains, err := kubeChains(ctx)
 	if err != nil {
@@ -262,6 +258,39 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		return n, err
 	}
 	return n, nil
+}
+
+// Sweep removes what earlier nodes on this machine left behind when their
+// test was killed (processes, mounts, the bridge, KUBE-* chains, cgroups,
+// changed kernel settings, temp dirs: see sweep.go), as Start does first.
+// It takes the node lock for the while, so it fails when a node is
+// running. It returns the temp dirs it swept.
+func Sweep(ctx context.Context, log *slog.Logger) ([]string, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: open %s: %w", lockPath, err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil, fmt.Errorf("sweep: a drill node runs on this machine (%s is locked): %w", lockPath, err)
+	}
+	return sweepStale(ctx, log)
+}
+
+// sweepStale sweeps every node dir; the caller holds the lock.
+func sweepStale(ctx context.Context, log *slog.Logger) ([]string, error) {
+	var swept []string
+	for _, d := range staleDirs() {
+		log.Info("sweeping a dead node's leftovers", "dir", d)
+		if err := sweepDir(ctx, d); err != nil {
+			return swept, fmt.Errorf("sweep %s: %w", d, err)
+		}
+		swept = append(swept, d)
+	}
+	return swept, nil
 }
 
 // findParts resolves the binaries of opts and checks that the node can run

@@ -97,6 +97,7 @@ func TestNodeRunsReadyPod(t *testing.T) {
 	defer stopCP()
 	mark("control plane up", t0)
 
+	sysctlsBefore := readSysctls(t)
 	t0 = time.Now()
 	n, err := Start(ctx, Options{
 		Logger: log, Kubeconfig: kubeconfig, BinDir: binDir, PauseBinary: pause,
@@ -240,6 +241,14 @@ func TestNodeRunsReadyPod(t *testing.T) {
 	}
 	mark("pod Ready to answering through the ClusterIP", t0)
 
+	if os.Getenv(envHold) == "1" {
+		// The child of TestNodeSweptAfterKill: say where everything is
+		// and wait to be killed.
+		fmt.Printf("%s dir=%s tmp=%s pg=%s\n", holdMarker, dir, tmp, pg.Dir)
+		time.Sleep(10 * time.Minute)
+		t.Fatal("not killed within 10 minutes")
+	}
+
 	// Stop must leave nothing of the node behind.
 	t0 = time.Now()
 	stopped = true
@@ -247,13 +256,28 @@ func TestNodeRunsReadyPod(t *testing.T) {
 		t.Errorf("stop the node: %v", err)
 	}
 	mark("node stop and sweep", t0)
+	checkClean(t, ctx, dir)
+	if after := readSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
+		t.Errorf("kernel settings after Stop %v, before Start %v", after, sysctlsBefore)
+	}
+	for _, k := range []string{"build node parts", "build CLI, pause, drill", "control plane up",
+		"node up (containerd, images, kubelet Ready, kube-proxy, scheduler)", "pod created to Ready",
+		"pod Ready to answering through the ClusterIP", "node stop and sweep"} {
+		t.Logf("timing: %-70s %6.1f s", k, timings[k].Seconds())
+	}
+}
+
+// checkClean fails t for anything of the node with temp dir dir still on
+// the machine.
+func checkClean(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("node dir %s still exists (%v)", dir, err)
 	}
 	if m := mountsUnder(dir); m != 0 {
 		t.Errorf("%d mounts left under %s", m, dir)
 	}
-	if _, err := os.Stat(filepath.Join("/sys/class/net", BridgeName)); !errors.Is(err, os.ErrNotExist) {
+	if linkExists(BridgeName) {
 		t.Errorf("bridge %s still exists", BridgeName)
 	}
 	if chains, err := kubeChains(ctx); err != nil || len(chains) > 0 {
@@ -268,11 +292,141 @@ func TestNodeRunsReadyPod(t *testing.T) {
 	if err := killByCmdline(dir); err != nil {
 		t.Errorf("processes left: %v", err)
 	}
-	for _, k := range []string{"build node parts", "build CLI, pause, drill", "control plane up",
-		"node up (containerd, images, kubelet Ready, kube-proxy, scheduler)", "pod created to Ready",
-		"pod Ready to answering through the ClusterIP", "node stop and sweep"} {
-		t.Logf("timing: %-70s %6.1f s", k, timings[k].Seconds())
+}
+
+// envHold makes TestNodeRunsReadyPod, run as TestNodeSweptAfterKill's
+// child, print holdMarker once its pod answers and wait to be killed.
+const (
+	envHold    = "DRILL_NODE_TEST_HOLD"
+	holdMarker = "DRILL-NODE-HELD"
+)
+
+// TestNodeSweptAfterKill runs TestNodeRunsReadyPod in a child test
+// process, SIGKILLs it once its pod answers through the Service, checks
+// that the node's leftovers are there (the pod's shim outlives the test:
+// it runs in a session of its own; mounts, bridge, KUBE-* chains), and
+// that Sweep, as the next Start does, removes every one of them.
+func TestNodeSweptAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts a Kubernetes node; skipped with -short")
 	}
+	if os.Getenv(envHold) != "" {
+		t.Skip("the child test process runs TestNodeRunsReadyPod only")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
+	defer cancel()
+	sysctlsBefore := readSysctls(t)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNodeRunsReadyPod$", "-test.v", "-test.count=1", "-test.timeout=45m")
+	cmd.Env = append(os.Environ(), envHold+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var out strings.Builder
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); pw.Close() }()
+	fields := map[string]string{}
+	buf := make([]byte, 64<<10)
+	var pending string
+	for len(fields) == 0 {
+		k, err := pr.Read(buf)
+		out.Write(buf[:k])
+		pending += string(buf[:k])
+		for {
+			line, rest, ok := strings.Cut(pending, "\n")
+			if !ok {
+				break
+			}
+			pending = rest
+			if strings.HasPrefix(line, holdMarker+" ") {
+				for _, f := range strings.Fields(line)[1:] {
+					k, v, _ := strings.Cut(f, "=")
+					fields[k] = v
+				}
+			}
+		}
+		if err != nil {
+			o := out.String()
+			if strings.Contains(o, "--- SKIP: TestNodeRunsReadyPod") {
+				t.Skipf("the child test skipped:\n%s", tail(o, 2000))
+			}
+			t.Fatalf("the child test ended before its pod answered:\n%s", tail(o, 6000))
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	dir := fields["dir"]
+	defer os.RemoveAll(fields["tmp"])
+	defer os.RemoveAll(fields["pg"])
+	if b, err := os.ReadFile(filepath.Join(fields["tmp"], "controlplane.log")); err == nil {
+		// The control plane CLI's temp dir, left by its SIGKILL.
+		if _, after, ok := strings.Cut(string(b), "logs: "); ok {
+			if cpDir, _, _ := strings.Cut(after, "\n"); strings.HasPrefix(cpDir, os.TempDir()) {
+				defer os.RemoveAll(cpDir)
+			}
+		}
+	}
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Its children die with it (PDEATHSIG): the kubelet, containerd,
+	// kube-proxy, the scheduler, the control plane, PostgreSQL.
+	time.Sleep(3 * time.Second)
+
+	if b, err := os.ReadFile(filepath.Join(dir, "kubelet.log")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "RuntimeConfig") || strings.Contains(line, "cgroup v1") {
+				t.Logf("kubelet: %s", tail(line, 400))
+			}
+		}
+	}
+	shims := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), dir) {
+			shims++
+		}
+	}
+	byTool, _ := kubeChains(ctx)
+	chains := 0
+	for _, c := range byTool {
+		chains += len(c)
+	}
+	t.Logf("left by the killed test: %d processes naming %s, %d mounts under it, bridge %v, %d KUBE-* chains",
+		shims, dir, mountsUnder(dir), linkExists(BridgeName), chains)
+	if shims == 0 || mountsUnder(dir) == 0 || !linkExists(BridgeName) || chains == 0 {
+		t.Errorf("expected the killed node's shim, mounts, bridge and chains to be left for the sweep to remove")
+	}
+
+	swept, err := Sweep(ctx, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	if err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	found := false
+	for _, d := range swept {
+		found = found || d == dir
+	}
+	if !found {
+		t.Errorf("Sweep swept %v, not %s", swept, dir)
+	}
+	checkClean(t, ctx, dir)
+	if after := readSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
+		t.Errorf("kernel settings after Sweep %v, before the child's Start %v", after, sysctlsBefore)
+	}
+}
+
+// readSysctls returns the kernel settings the kubelet changes.
+func readSysctls(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, k := range kernelSettings {
+		b, err := os.ReadFile(filepath.Join("/proc/sys", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = strings.TrimSpace(string(b))
+	}
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }
