@@ -356,8 +356,13 @@ func TestNodeSweptAfterKill(t *testing.T) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	dir := fields["dir"]
-	defer os.RemoveAll(fields["tmp"])
-	defer os.RemoveAll(fields["pg"])
+	// The child's t.TempDir() is <tmp>/TestNodeRunsReadyPod<n>/001;
+	// PostgreSQL's dir is in the temp dir too. Nothing else is removed.
+	for _, d := range []string{filepath.Dir(fields["tmp"]), fields["pg"]} {
+		if strings.HasPrefix(d, os.TempDir()+"/") {
+			defer os.RemoveAll(d)
+		}
+	}
 	if b, err := os.ReadFile(filepath.Join(fields["tmp"], "controlplane.log")); err == nil {
 		// The control plane CLI's temp dir, left by its SIGKILL.
 		if _, after, ok := strings.Cut(string(b), "logs: "); ok {
