@@ -21,7 +21,10 @@
 // kubelet v1.37.2 accepts Debian's containerd 1.6.20 as its CRI runtime
 // (it logs that the runtime should implement RuntimeConfig and falls back
 // to its own cgroupDriver; v1.38 drops that fallback); on cgroup v1 it
-// needs failCgroupV1: false.
+// needs failCgroupV1: false; root here lacks CAP_SYS_RESOURCE, so
+// containerd runs with restrict_oom_score_adj; and the control plane must
+// run the node lifecycle controller (ControlPlaneControllers), or the new
+// Node keeps its not-ready taint and nothing is scheduled.
 package node
 
 import (
