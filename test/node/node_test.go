@@ -97,7 +97,7 @@ func TestNodeRunsReadyPod(t *testing.T) {
 	defer stopCP()
 	mark("control plane up", t0)
 
-	sysctlsBefore := readSysctls(t)
+	sysctlsBefore, socketsBefore := readSysctls(t), shimSockets()
 	t0 = time.Now()
 	n, err := Start(ctx, Options{
 		Logger: log, Kubeconfig: kubeconfig, BinDir: binDir, PauseBinary: pause,
@@ -260,6 +260,7 @@ func TestNodeRunsReadyPod(t *testing.T) {
 	if after := readSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
 		t.Errorf("kernel settings after Stop %v, before Start %v", after, sysctlsBefore)
 	}
+	checkNoNewSockets(t, socketsBefore)
 	for _, k := range []string{"build node parts", "build CLI, pause, drill", "control plane up",
 		"node up (containerd, images, kubelet Ready, kube-proxy, scheduler)", "pod created to Ready",
 		"pod Ready to answering through the ClusterIP", "node stop and sweep"} {
@@ -315,7 +316,7 @@ func TestNodeSweptAfterKill(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
-	sysctlsBefore := readSysctls(t)
+	sysctlsBefore, socketsBefore := readSysctls(t), shimSockets()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNodeRunsReadyPod$", "-test.v", "-test.count=1", "-test.timeout=45m")
 	cmd.Env = append(os.Environ(), envHold+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -417,6 +418,27 @@ func TestNodeSweptAfterKill(t *testing.T) {
 	checkClean(t, ctx, dir)
 	if after := readSysctls(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
 		t.Errorf("kernel settings after Sweep %v, before the child's Start %v", after, sysctlsBefore)
+	}
+	checkNoNewSockets(t, socketsBefore)
+}
+
+// shimSockets returns the names in ShimSocketDir.
+func shimSockets() map[string]bool {
+	out := map[string]bool{}
+	ents, _ := os.ReadDir(ShimSocketDir)
+	for _, e := range ents {
+		out[e.Name()] = true
+	}
+	return out
+}
+
+// checkNoNewSockets fails t for a shim socket that was not there before.
+func checkNoNewSockets(t *testing.T, before map[string]bool) {
+	t.Helper()
+	for s := range shimSockets() {
+		if !before[s] {
+			t.Errorf("shim socket %s/%s left", ShimSocketDir, s)
+		}
 	}
 }
 

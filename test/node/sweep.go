@@ -25,6 +25,7 @@ import (
 //   - mounts under the node's dir (overlay root filesystems, shm, network
 //     namespaces: containerd keeps them under its state dir here, the
 //     kubelet's volumes);
+//   - the shims' sockets in ShimSocketDir (named in each task's bundle);
 //   - the bridge BridgeName and the veths attached to it;
 //   - iptables chains named KUBE-* (the kubelet's canaries, kube-proxy's
 //     rules), in the filter, nat and mangle tables;
@@ -301,6 +302,33 @@ func linkExists(name string) bool {
 	return err == nil
 }
 
+// ShimSocketDir is where containerd 1.6's shims put their sockets
+// whatever the daemon's state dir (a path fixed in that release); a shim
+// that is SIGKILLed leaves its socket there.
+const ShimSocketDir = "/run/containerd/s"
+
+// removeShimSockets removes the sockets of the node's shims from
+// ShimSocketDir: each task's bundle under containerd's state dir holds an
+// "address" file naming its shim's socket ("unix:///run/containerd/s/<hash>").
+func removeShimSockets(dir string) error {
+	bundles, _ := filepath.Glob(filepath.Join(dir, "containerd", "state", "io.containerd.runtime.v2.task", "*", "*", "address"))
+	var errs []error
+	for _, f := range bundles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		sock := strings.TrimPrefix(strings.TrimSpace(string(b)), "unix://")
+		if filepath.Dir(sock) != ShimSocketDir {
+			continue
+		}
+		if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove shim socket: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // iptablesTools are the (save, restore) commands whose tables are checked
 // and cleaned: both address families, and the legacy back end where it is
 // installed beside nf_tables.
@@ -414,6 +442,9 @@ func sweepDir(ctx context.Context, dir string) error {
 		errs = append(errs, err)
 	}
 	if err := unmountUnder(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeShimSockets(dir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeBridge(ctx); err != nil {
