@@ -422,22 +422,26 @@ func TestNodeSweptAfterKill(t *testing.T) {
 	checkNoNewSockets(t, socketsBefore)
 }
 
-// shimSockets returns the names in ShimSocketDir.
+// shimSockets returns the paths in ShimSocketDir and CNICacheDir: the
+// files a node leaves outside its own dir.
 func shimSockets() map[string]bool {
 	out := map[string]bool{}
-	ents, _ := os.ReadDir(ShimSocketDir)
-	for _, e := range ents {
-		out[e.Name()] = true
+	for _, d := range []string{ShimSocketDir, CNICacheDir} {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			out[filepath.Join(d, e.Name())] = true
+		}
 	}
 	return out
 }
 
-// checkNoNewSockets fails t for a shim socket that was not there before.
+// checkNoNewSockets fails t for a shim socket or cached CNI result that
+// was not there before.
 func checkNoNewSockets(t *testing.T, before map[string]bool) {
 	t.Helper()
 	for s := range shimSockets() {
 		if !before[s] {
-			t.Errorf("shim socket %s/%s left", ShimSocketDir, s)
+			t.Errorf("%s left", s)
 		}
 	}
 }

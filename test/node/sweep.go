@@ -25,7 +25,8 @@ import (
 //   - mounts under the node's dir (overlay root filesystems, shm, network
 //     namespaces: containerd keeps them under its state dir here, the
 //     kubelet's volumes);
-//   - the shims' sockets in ShimSocketDir (named in each task's bundle);
+//   - the shims' sockets in ShimSocketDir (named in each task's bundle)
+//     and the sandboxes' cached CNI results in CNICacheDir;
 //   - the bridge BridgeName and the veths attached to it;
 //   - iptables chains named KUBE-* (the kubelet's canaries, kube-proxy's
 //     rules), in the filter, nat and mangle tables;
@@ -329,6 +330,33 @@ func removeShimSockets(dir string) error {
 	return errors.Join(errs...)
 }
 
+// CNICacheDir is where libcni, inside containerd 1.6's CRI plugin, caches
+// each attachment's result as <network>-<sandbox id>-<interface>; the
+// entry goes only when the network is torn down, which a killed node never
+// does (the loopback network's entries stay even after a clean stop).
+const CNICacheDir = "/var/lib/cni/results"
+
+// removeCNICache removes the cached CNI results of the node's sandboxes,
+// found by the sandbox ids in containerd's state dir.
+func removeCNICache(dir string) error {
+	ids, _ := filepath.Glob(filepath.Join(dir, "containerd", "state", "io.containerd.grpc.v1.cri", "sandboxes", "*"))
+	tasks, _ := filepath.Glob(filepath.Join(dir, "containerd", "state", "io.containerd.runtime.v2.task", "*", "*"))
+	var errs []error
+	for _, p := range append(ids, tasks...) {
+		id := filepath.Base(p)
+		if len(id) < 32 { // a sandbox id is 64 hex digits; never match broadly
+			continue
+		}
+		m, _ := filepath.Glob(filepath.Join(CNICacheDir, "*-"+id+"-*"))
+		for _, f := range m {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove cached CNI result: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // iptablesTools are the (save, restore) commands whose tables are checked
 // and cleaned: both address families, and the legacy back end where it is
 // installed beside nf_tables.
@@ -445,6 +473,9 @@ func sweepDir(ctx context.Context, dir string) error {
 		errs = append(errs, err)
 	}
 	if err := removeShimSockets(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeCNICache(dir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeBridge(ctx); err != nil {
