@@ -422,11 +422,12 @@ func TestNodeSweptAfterKill(t *testing.T) {
 	checkNoNewSockets(t, socketsBefore)
 }
 
-// shimSockets returns the paths in ShimSocketDir and CNICacheDir: the
-// files a node leaves outside its own dir.
+// shimSockets returns the paths in ShimSocketDir, CNICacheDir,
+// ContainerLogLinks and DevicePluginsSocket's dir: the files a node
+// leaves outside its own dir.
 func shimSockets() map[string]bool {
 	out := map[string]bool{}
-	for _, d := range []string{ShimSocketDir, CNICacheDir} {
+	for _, d := range []string{ShimSocketDir, CNICacheDir, ContainerLogLinks, filepath.Dir(DevicePluginsSocket)} {
 		ents, _ := os.ReadDir(d)
 		for _, e := range ents {
 			out[filepath.Join(d, e.Name())] = true
@@ -435,8 +436,8 @@ func shimSockets() map[string]bool {
 	return out
 }
 
-// checkNoNewSockets fails t for a shim socket or cached CNI result that
-// was not there before.
+// checkNoNewSockets fails t for a file of shimSockets' dirs that was not
+// there before.
 func checkNoNewSockets(t *testing.T, before map[string]bool) {
 	t.Helper()
 	for s := range shimSockets() {

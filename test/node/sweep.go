@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,8 @@ import (
 //     kubelet's volumes);
 //   - the shims' sockets in ShimSocketDir (named in each task's bundle)
 //     and the sandboxes' cached CNI results in CNICacheDir;
+//   - the kubelet's links to the containers' logs in ContainerLogLinks and
+//     its device plugin socket (DevicePluginsSocket);
 //   - the bridge BridgeName and the veths attached to it;
 //   - iptables chains named KUBE-* (the kubelet's canaries, kube-proxy's
 //     rules), in the filter, nat and mangle tables;
@@ -357,6 +360,38 @@ func removeCNICache(dir string) error {
 	return errors.Join(errs...)
 }
 
+// Paths the kubelet v1.37.2 uses whatever its --root-dir: the symlinks to
+// containers' logs, and the device manager's socket.
+const (
+	ContainerLogLinks   = "/var/log/containers"
+	DevicePluginsSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+)
+
+// removeKubeletHostFiles removes the symlinks in ContainerLogLinks that
+// point into dir, and DevicePluginsSocket when nothing listens on it (a
+// killed kubelet's).
+func removeKubeletHostFiles(dir string) error {
+	var errs []error
+	ents, _ := os.ReadDir(ContainerLogLinks)
+	for _, e := range ents {
+		p := filepath.Join(ContainerLogLinks, e.Name())
+		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, dir+"/") {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove log link: %w", err))
+			}
+		}
+	}
+	if st, err := os.Stat(DevicePluginsSocket); err == nil && st.Mode()&os.ModeSocket != 0 {
+		c, err := net.DialTimeout("unix", DevicePluginsSocket, time.Second)
+		if err == nil {
+			c.Close() // a kubelet listens: not ours to remove
+		} else if err := os.Remove(DevicePluginsSocket); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove the kubelet's device plugin socket: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // iptablesTools are the (save, restore) commands whose tables are checked
 // and cleaned: both address families, and the legacy back end where it is
 // installed beside nf_tables.
@@ -476,6 +511,9 @@ func sweepDir(ctx context.Context, dir string) error {
 		errs = append(errs, err)
 	}
 	if err := removeCNICache(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeKubeletHostFiles(dir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeBridge(ctx); err != nil {
