@@ -255,6 +255,7 @@ func Compute(in Input) []Finding {
 		}
 	}
 	out = append(out, c.claims()...)
+	out = append(out, c.evictionsRefused()...)
 	slices.SortStableFunc(out, func(a, b Finding) int {
 		return cmp.Compare(a.Severity.rank(), b.Severity.rank())
 	})

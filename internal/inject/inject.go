@@ -82,11 +82,24 @@ type Env struct {
 	// Services maps a local service's name to its pods (pod-kill,
 	// rollout).
 	Services map[string]PodSet
+	// Kube is the cluster of a kubernetes run, whose services' pods and
+	// Deployments pod-kill and rollout act on; nil in other environments.
+	Kube *KubeEnv
 	// Docker pauses containers; nil: a client for the local Docker engine is
 	// created on first use.
 	Docker ContainerPauser
 	// Log gets one line per applied and reverted fault; nil discards.
 	Log *slog.Logger
+}
+
+// kubeSelector returns the label selector of service in a kubernetes
+// run, and whether it is one.
+func (e *Env) kubeSelector(service string) (string, bool) {
+	if e.Kube == nil || e.Kube.Client == nil {
+		return "", false
+	}
+	sel, ok := e.Kube.Selectors[service]
+	return sel, ok && sel != ""
 }
 
 func (e *Env) logger() *slog.Logger {

@@ -202,6 +202,8 @@ var faultAttrDefs = []faultAttrDef{
 			}
 			return ""
 		}},
+	{key: "evict", set: func(f *Fault) bool { return f.Evict != nil },
+		text: func(f *Fault) string { return fmt.Sprintf("evict=%t", *f.Evict) }},
 	podsAttr("maxSurge", func(f *Fault) *IntOrPercent { return f.MaxSurge }),
 	podsAttr("maxUnavailable", func(f *Fault) *IntOrPercent { return f.MaxUnavailable }),
 }
