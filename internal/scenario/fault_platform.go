@@ -17,6 +17,9 @@ const (
 	// FaultRollout restarts every pod of a service as a Deployment's
 	// rolling update does.
 	FaultRollout FaultType = "rollout"
+	// FaultDrain cordons a node and evicts its pods of the run's
+	// namespace, as `kubectl drain` does (kubernetes only).
+	FaultDrain FaultType = "drain"
 )
 
 // Signals a pod-kill ends its pods with, sorted.
@@ -177,6 +180,49 @@ var rolloutSpec = FaultSpec{
 			report("", fmt.Sprintf("maxSurge %s and maxUnavailable %s both come to 0 pods of the %d replicas of service %s: "+
 				"the rollout could never start a pod nor end one (Kubernetes refuses it too); raise one of them",
 				surge, unav, n, svc.Name))
+		}
+	},
+}
+
+var drainSpec = FaultSpec{
+	Type:           FaultDrain,
+	Target:         TargetService,
+	KubernetesOnly: true,
+	Attrs:          []FaultAttr{{Key: "node"}, {Key: "pods"}},
+	Doc: "Drains a node at `at` (kubernetes environment only), as `kubectl drain` does: the node " +
+		"is cordoned (spec.unschedulable true), then each pod of the run's namespace on it is " +
+		"evicted through the eviction API, which honours PodDisruptionBudgets (DaemonSet pods and " +
+		"mirror pods are skipped, as kubectl skips them; pods already terminating are left to " +
+		"end). A refused eviction is an EvictionRefused event and a finding, not retried. Which " +
+		"node: `node` names it; otherwise it is the node of the service's pod named in `pods` " +
+		"(one, <service>-i: the i-th pod of the selector by creation time), or of <service>-0. " +
+		"The node is uncordoned when the fault ends, on every exit path, and by `drill cleanup` " +
+		"after a killed run (the cordon is journaled first); a node drill found cordoned is left " +
+		"as it was. The fault's end waits (bounded) for the evicted pods to be gone.",
+	Example: `- name: drain-gateway-node
+  type: drain
+  service: order-gateway
+  pods: [order-gateway-0]
+  at: 20s
+  for: 30s`,
+	Check: func(f *Fault, report func(key, msg string)) {
+		if f.Node != "" && len(f.Pods) > 0 {
+			report("", "a drain names its node by node or by the pod in pods, not both")
+		}
+		if len(f.Pods) > 1 {
+			report("pods", fmt.Sprintf("a drain drains the node of one pod; %d are named", len(f.Pods)))
+		}
+	},
+	CheckTarget: func(s *Scenario, f *Fault, report func(key, msg string)) {
+		svc := serviceNamed(s, f.Service)
+		if svc == nil {
+			return
+		}
+		for _, p := range f.Pods {
+			i, err := strconv.Atoi(strings.TrimPrefix(p, svc.Name+"-"))
+			if !strings.HasPrefix(p, svc.Name+"-") || err != nil || i < 0 || strconv.Itoa(i) != strings.TrimPrefix(p, svc.Name+"-") {
+				report("pods", fmt.Sprintf("no pod %q: pods are named %s-<i>, the i-th pod of the selector by creation time (from 0)", p, svc.Name))
+			}
 		}
 	},
 }

@@ -71,6 +71,9 @@ type Fault struct {
 	// default SIGTERM. In kubernetes mode SIGKILL deletes (or evicts) with
 	// gracePeriodSeconds 0.
 	Signal string `yaml:"signal,omitempty" json:"signal,omitempty"`
+	// Node (drain) names the node to drain; default: the node of the
+	// service's pod named in Pods, or of its pod <service>-0.
+	Node string `yaml:"node,omitempty" json:"node,omitempty"`
 	// Evict (pod-kill, kubernetes environment only) ends the pods through
 	// the eviction API, which honours PodDisruptionBudgets, instead of
 	// deleting them; default false.
@@ -147,6 +150,9 @@ func (v *validator) faults() {
 		}
 		if sp.Target == TargetService && s.Environment.Type == EnvCompose {
 			v.errorf(p+".type", "%s faults act on the pods of the local runtime or of a Deployment in this version; use a local or kubernetes environment", f.Type)
+		}
+		if sp.KubernetesOnly && s.Environment.Type != EnvKubernetes {
+			v.errorf(p+".type", "%s applies only in a kubernetes environment (it acts on a node through the cluster's API); use pod-kill in a %s environment", f.Type, s.Environment.Type)
 		}
 		if f.Evict != nil && s.Environment.Type != EnvKubernetes {
 			v.errorf(p+".evict", "evict applies only in a kubernetes environment (the eviction API of the cluster); leave it out in a %s environment", s.Environment.Type)

@@ -145,6 +145,7 @@ var fieldDocs = map[string]string{
 	"Fault.maxSurge":                        "MaxSurge (rollout) is how many pods may run above the declared replicas, a count or a percentage rounded up. Unset: 25% locally, and in kubernetes mode the Deployment's own strategy is left alone.",
 	"Fault.maxUnavailable":                  "MaxUnavailable (rollout) is how many of the declared replicas may be unavailable, a count or a percentage rounded down. Unset: 25% locally, and in kubernetes mode the Deployment's own.",
 	"Fault.name":                            "Name is unique; it names the fault:<name> and recovery:<name> windows.",
+	"Fault.node":                            "Node (drain) names the node to drain; default: the node of the service's pod named in Pods, or of its pod <service>-0.",
 	"Fault.percent":                         "Percent (pod-kill) is the share of the declared replicas that end, 1..100, rounded up to whole pods, chosen at random with Seed.",
 	"Fault.pods":                            "Pods (pod-kill) names the pods that end by replica: s-i is replica i of service s (or the pod that has replaced it since), e.g. order-gateway-0.",
 	"Fault.proxy":                           "Proxy names a proxy (toxics and down).",
