@@ -182,6 +182,9 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (detail string
 	if e.Kind == KindKubeDeployment {
 		return undoKubeDeployment(ctx, opts, e)
 	}
+	if e.Kind == KindKubeNode {
+		return undoKubeNode(ctx, opts, e)
+	}
 	gone, err = undoFault(ctx, opts, e)
 	return "", gone, err
 }
@@ -195,6 +198,18 @@ func undoKubeDeployment(ctx context.Context, opts CleanupOptions, e Entry) (deta
 	if e.Strategy == "" {
 		return why, true, nil
 	}
+	cs, err := cleanupKube(opts, e)
+	if err != nil {
+		return "", false, err
+	}
+	if err := restoreStrategy(ctx, &KubeEnv{Client: cs, Namespace: e.Namespace}, e.Deployment, e.Strategy); err != nil {
+		return "", false, err
+	}
+	return "put back the strategy " + e.Strategy + "; " + why, false, nil
+}
+
+// cleanupKube connects to the cluster a journal entry names.
+func cleanupKube(opts CleanupOptions, e Entry) (kubernetes.Interface, error) {
 	newKube := opts.NewKube
 	if newKube == nil {
 		newKube = func(kubeconfig, context, namespace string) (kubernetes.Interface, error) {
@@ -207,12 +222,9 @@ func undoKubeDeployment(ctx context.Context, opts CleanupOptions, e Entry) (deta
 	}
 	cs, err := newKube(e.Kubeconfig, e.Context, e.Namespace)
 	if err != nil {
-		return "", false, fmt.Errorf("connect to context %s to put back the strategy of Deployment %s/%s: %w", e.Context, e.Namespace, e.Deployment, err)
+		return nil, fmt.Errorf("connect to kubeconfig context %s (fault %s): %w", e.Context, e.Fault, err)
 	}
-	if err := restoreStrategy(ctx, &KubeEnv{Client: cs, Namespace: e.Namespace}, e.Deployment, e.Strategy); err != nil {
-		return "", false, err
-	}
-	return "put back the strategy " + e.Strategy + "; " + why, false, nil
+	return cs, nil
 }
 
 // undoFault reverts the journal entry of one fault (see [undoEntry]).

@@ -3,7 +3,8 @@
 // The core is tiny: an [Injector] applies one fault and returns its [Revert].
 // Each fault kind lives in its own file and registers a constructor under its
 // scenario name (latency, timeout, bandwidth, slow_close, reset_peer, slicer,
-// limit_data, down, process-pause, container-pause, pod-kill, rollout); [Build] looks the kind
+// limit_data, down, process-pause, container-pause, pod-kill, rollout,
+// drain); [Build] looks the kind
 // up, and an unknown kind lists the known ones, sorted. What a fault of a
 // kind may and must set, and its rules, are the kind's
 // [scenario.FaultSpec]: Build checks a fault with [scenario.CheckFault]

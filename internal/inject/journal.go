@@ -98,6 +98,10 @@ type Entry struct {
 	// alone.
 	Deployment string `json:"deployment,omitempty"`
 	Strategy   string `json:"strategy,omitempty"`
+	// Node is the node a drain cordoned (KindKubeNode); WasCordoned says
+	// it was cordoned before, so cleanup leaves it so.
+	Node        string `json:"node,omitempty"`
+	WasCordoned bool   `json:"wasCordoned,omitempty"`
 }
 
 // Journal is an append-only JSON-lines file per run, synced to disk after

@@ -123,7 +123,6 @@ func podKillFault(mod func(f *scenario.Fault)) scenario.Fault {
 	return f
 }
 
-
 // TestKubePodKill: the pods are chosen among the live pods of the selector
 // (by creation time for named pods, with the seed otherwise), journaled
 // before any is deleted, deleted with their grace period or grace 0, and
@@ -541,5 +540,92 @@ func TestCleanupKubeDeployment(t *testing.T) {
 	entries, _ := ReadJournal(JournalPath(dir, "r2"))
 	if p := Pending(entries); len(p) != 0 {
 		t.Errorf("left open: %+v", p)
+	}
+}
+
+// TestKubeDrain: the node of the named pod is journaled, cordoned, its
+// drainable pods of the namespace are evicted (DaemonSet and mirror pods
+// and pods of other nodes are not), and the Revert uncordons it after the
+// evicted pods are gone; cleanup after a killed run uncordons too.
+func TestKubeDrain(t *testing.T) {
+	t.Parallel()
+	onNode := func(p *corev1.Pod, node string) *corev1.Pod { p.Spec.NodeName = node; return p }
+	ds := onNode(kubePod("ds-x", 4), "n1")
+	ds.Labels = nil
+	ds.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", UID: "ds", Controller: ptr(true), APIVersion: "apps/v1"}}
+	mirror := onNode(kubePod("static-x", 5), "n1")
+	mirror.Labels = nil
+	mirror.Annotations = map[string]string{MirrorPodAnnotation: "x"}
+	h := newKubeHarness(t,
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
+		ds, mirror)
+	for name, node := range map[string]string{"api-c": "n2", "api-a": "n1", "api-b": "n1"} {
+		p, _ := h.cs.CoreV1().Pods(kubeNS).Get(context.Background(), name, metav1.GetOptions{})
+		p.Spec.NodeName = node
+		if _, err := h.cs.CoreV1().Pods(kubeNS).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cordonedWhenEvicting []bool
+	h.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		n, _ := h.cs.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "n1")
+		cordonedWhenEvicting = append(cordonedWhenEvicting, n.(*corev1.Node).Spec.Unschedulable)
+		name := a.(k8stesting.CreateAction).GetObject().(interface{ GetName() string }).GetName()
+		h.record(t, "evict "+name)
+		return true, nil, h.cs.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, kubeNS, name)
+	})
+	// api-1 by creation time is api-a, on n1.
+	inj, err := Build(scenario.Fault{Name: "drain", Type: scenario.FaultDrain, Service: "api", Pods: []string{"api-1"},
+		At: scenario.Duration{Duration: time.Second}, For: scenario.Duration{Duration: time.Second}}, h.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revert, err := inj.Inject(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(h.deleted)
+	if want := []string{"evict api-a", "evict api-b"}; !slices.Equal(h.deleted, want) {
+		t.Errorf("evicted %q, want %q", h.deleted, want)
+	}
+	if !h.journaledFirst || !slices.Equal(cordonedWhenEvicting, []bool{true, true}) {
+		t.Errorf("journaled first %t, node cordoned at each eviction %v", h.journaledFirst, cordonedWhenEvicting)
+	}
+	entries, _ := ReadJournal(h.journal.Path())
+	if len(entries) != 1 || entries[0].Kind != KindKubeNode || entries[0].Node != "n1" || entries[0].WasCordoned {
+		t.Fatalf("journal %+v", entries)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := revert(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := h.cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if n.Spec.Unschedulable {
+		t.Error("node n1 still cordoned after the drain")
+	}
+	got := h.reasons()
+	if got[0] != ReasonCordon+" " || got[len(got)-1] != ReasonUncordon+" " {
+		t.Errorf("events %q: want cordon first, uncordon last", got)
+	}
+
+	// A run killed mid-drain: cleanup uncordons.
+	if err := setUnschedulable(ctx, h.cs, "n2", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	j, _ := OpenJournal(dir, "r3")
+	_ = j.Record(Entry{Op: OpApply, Key: "kube-node/drain", Kind: KindKubeNode, Fault: "drain", Service: "api", Namespace: kubeNS, Node: "n2"})
+	_ = j.Close()
+	rep, err := Cleanup(ctx, CleanupOptions{StateDir: dir, RunID: "r3",
+		NewKube: func(string, string, string) (kubernetes.Interface, error) { return h.cs, nil }})
+	if err != nil || len(rep.Removed) != 1 || !strings.Contains(rep.Removed[0].String(), "uncordoned node n2") {
+		t.Fatalf("cleanup: %v %v", rep.Removed, err)
+	}
+	if n, _ := h.cs.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{}); n.Spec.Unschedulable {
+		t.Error("cleanup left node n2 cordoned")
 	}
 }

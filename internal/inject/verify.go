@@ -64,10 +64,13 @@ func (l Leftover) String() string {
 			s += ": " + l.Detail
 		}
 		return s
-	case KindKubePods, KindKubeDeployment:
+	case KindKubePods, KindKubeDeployment, KindKubeNode:
 		what := "pods of service"
-		if l.Kind == KindKubeDeployment {
+		switch l.Kind {
+		case KindKubeDeployment:
 			what = "rollout of Deployment"
+		case KindKubeNode:
+			what = "drain of the node of service"
 		}
 		s := fmt.Sprintf("%s %s (kubernetes) by fault %s", what, l.Service, l.Fault)
 		if l.Detail != "" {
