@@ -12,14 +12,16 @@ import (
 
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
 )
 
 // TestPlatformFaults: scenarios/k8s/orders-platform-faults.yaml kills one
 // order-gateway pod, rolls the Deployment out (maxSurge 1, maxUnavailable
 // 0 for the rollout only) and drains the only node, against the real
-// control plane. The events come in order (each fault's own steps inside
-// its span, the pod drill deleted leaving the watched set, the rollout
+// control plane. The events come in order (each fault's own steps after
+// its scheduled start, the apply's before its fault-on and the end's
+// before its fault-off, the pod drill deleted leaving the watched set, the rollout
 // complete as `kubectl rollout status` reads it, every pod of the node
 // evicted while it was cordoned) and afterwards the Deployment is back to
 // its 3 declared replicas, all available, with its own strategy and the
@@ -71,13 +73,28 @@ func TestPlatformFaults(t *testing.T) {
 			t.Errorf("%s at %s came after %s at %s", a, ta, b, tb)
 		}
 	}
-	span := func(fault string) (on, off time.Duration) {
+	// A fault's own steps happen inside its apply: after its scheduled
+	// start and before its fault-on event, which the run emits once the
+	// apply returned. Its end's steps come before its fault-off.
+	scheduled := map[string]time.Duration{}
+	for _, a := range run.Plan.Actions {
+		if a.Kind == plan.FaultOn {
+			scheduled[a.Target] = a.At
+		}
+	}
+	span := func(fault string) (start, on, off time.Duration) {
 		t.Helper()
-		return one("fault-on "+fault, at(event.FaultOn, fault, "", "")), one("fault-off "+fault, at(event.FaultOff, fault, "", ""))
+		start, ok := scheduled[fault]
+		if !ok {
+			t.Fatalf("fault %s is not in the run's plan", fault)
+		}
+		on = one("fault-on "+fault, at(event.FaultOn, fault, "", ""))
+		before("the scheduled start of "+fault, "its fault-on", start, on)
+		return start, on, one("fault-off "+fault, at(event.FaultOff, fault, "", ""))
 	}
 
 	// pod-kill: Killing of one pod, which then leaves the watched set.
-	on, off := span("kill-one")
+	start, on, off := span("kill-one")
 	var killed string
 	for _, ev := range run.Events {
 		if ev.Kind == event.K8sEvent && ev.Fault == "kill-one" && ev.Reason == inject.ReasonKilling {
@@ -85,7 +102,8 @@ func TestPlatformFaults(t *testing.T) {
 				t.Errorf("pod-kill of count 1 deleted %s and %s", killed, ev.Pod)
 			}
 			killed = ev.Pod
-			before("fault-on kill-one", "Killing "+ev.Pod, on, ev.At)
+			before("the start of kill-one", "Killing "+ev.Pod, start, ev.At)
+			before("Killing "+ev.Pod, "fault-on kill-one", ev.At, on)
 			gone := one("pod-deleted "+ev.Pod, at(event.PodDeleted, "", "", ev.Pod))
 			before("Killing "+ev.Pod, "its pod-deleted", ev.At, gone)
 			before("pod-deleted "+ev.Pod, "fault-off kill-one (its end waits for the pod to be gone)", gone, off)
@@ -96,10 +114,11 @@ func TestPlatformFaults(t *testing.T) {
 	}
 
 	// rollout: restart patch, status steps, complete, then fault-off.
-	on, off = span("roll")
+	start, on, off = span("roll")
 	restart := one("RolloutStep restart", at(event.K8sEvent, "roll", inject.ReasonRolloutStep, ""))
 	done := one("RolloutComplete", at(event.Note, "roll", inject.ReasonRolloutDone, ""))
-	before("fault-on roll", "the restart patch", on, restart)
+	before("the start of roll", "the restart patch", start, restart)
+	before("the restart patch", "fault-on roll", restart, on)
 	before("the restart patch", "RolloutComplete", restart, done)
 	before("RolloutComplete", "fault-off roll", done, off)
 	if n := len(at(event.K8sEvent, "roll", inject.ReasonRolloutStep, "")); n < 4 {
@@ -116,16 +135,17 @@ func TestPlatformFaults(t *testing.T) {
 	}
 
 	// drain: cordon, every pod evicted, uncordon, fault-off.
-	on, off = span("drain-node")
+	start, on, off = span("drain-node")
 	cordon := one("NodeNotSchedulable", at(event.K8sEvent, "drain-node", inject.ReasonCordon, ""))
 	uncordon := one("NodeSchedulable", at(event.K8sEvent, "drain-node", inject.ReasonUncordon, ""))
 	evicted := at(event.K8sEvent, "drain-node", inject.ReasonEvicted, "")
 	if len(evicted) != 3 {
 		t.Errorf("the drain evicted %d pods, want the 3 of the only node", len(evicted))
 	}
-	before("fault-on drain-node", "the cordon", on, cordon)
+	before("the start of drain-node", "the cordon", start, cordon)
 	for _, ts := range evicted {
 		before("the cordon", "an eviction", cordon, ts)
+		before("an eviction", "fault-on drain-node", ts, on)
 		before("an eviction", "the uncordon", ts, uncordon)
 	}
 	before("the uncordon", "fault-off drain-node", uncordon, off)
