@@ -223,7 +223,7 @@ func Compute(in Input) []Finding {
 	if in.Scenario != nil {
 		for i := range c.faults {
 			for _, f := range in.Scenario.Faults {
-				if f.Name == c.faults[i].name && (f.Type == scenario.FaultPodKill || f.Type == scenario.FaultRollout) {
+				if f.Name == c.faults[i].name && (f.Type == scenario.FaultPodKill || f.Type == scenario.FaultRollout || f.Type == scenario.FaultDrain) {
 					c.faults[i].platform = true
 				}
 			}
@@ -262,6 +262,7 @@ func Compute(in Input) []Finding {
 		}
 	}
 	out = append(out, c.claims()...)
+	out = append(out, c.evictionsRefused()...)
 	slices.SortStableFunc(out, func(a, b Finding) int {
 		return cmp.Compare(a.Severity.rank(), b.Severity.rank())
 	})

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drillhq/drill/internal/kube"
 	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/proctree"
 )
@@ -28,6 +31,10 @@ type CleanupOptions struct {
 	// NewRemote opens the Toxiproxy named in a journal entry; nil means
 	// [NewRemote]. (A test seam.)
 	NewRemote func(url string) Toxiproxy
+	// NewKube connects to the cluster a kubernetes platform fault's entry
+	// names (kubeconfig "" is kubectl's default loading); nil loads it
+	// with [kube.Load]. (A test seam.)
+	NewKube func(kubeconfig, context, namespace string) (kubernetes.Interface, error)
 	// Log gets a line per action; nil discards.
 	Log *slog.Logger
 }
@@ -168,8 +175,56 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (detail string
 	if e.Kind == KindLocalPods {
 		return undoLocalPods(ctx, e)
 	}
+	if e.Kind == KindKubePods {
+		return fmt.Sprintf("pods %s of namespace %s were deleted; nothing to undo: their ReplicaSet replaces them",
+			strings.Join(e.Pods, ", "), e.Namespace), true, nil
+	}
+	if e.Kind == KindKubeDeployment {
+		return undoKubeDeployment(ctx, opts, e)
+	}
+	if e.Kind == KindKubeNode {
+		return undoKubeNode(ctx, opts, e)
+	}
 	gone, err = undoFault(ctx, opts, e)
 	return "", gone, err
+}
+
+// undoKubeDeployment is [Cleanup]'s work for a [KindKubeDeployment]
+// entry: a restart cannot be undone (the Deployment controller finishes
+// it), and drill pauses no rollout, so only the strategy drill wrote is
+// put back.
+func undoKubeDeployment(ctx context.Context, opts CleanupOptions, e Entry) (detail string, gone bool, err error) {
+	why := fmt.Sprintf("a rollout cannot be undone: the Deployment controller finishes the restart of %s/%s; drill paused nothing", e.Namespace, e.Deployment)
+	if e.Strategy == "" {
+		return why, true, nil
+	}
+	cs, err := cleanupKube(opts, e)
+	if err != nil {
+		return "", false, err
+	}
+	if err := restoreStrategy(ctx, &KubeEnv{Client: cs, Namespace: e.Namespace}, e.Deployment, e.Strategy); err != nil {
+		return "", false, err
+	}
+	return "put back the strategy " + e.Strategy + "; " + why, false, nil
+}
+
+// cleanupKube connects to the cluster a journal entry names.
+func cleanupKube(opts CleanupOptions, e Entry) (kubernetes.Interface, error) {
+	newKube := opts.NewKube
+	if newKube == nil {
+		newKube = func(kubeconfig, context, namespace string) (kubernetes.Interface, error) {
+			cfg, err := kube.Load(kubeconfig, context, namespace)
+			if err != nil {
+				return nil, err
+			}
+			return cfg.Clientset()
+		}
+	}
+	cs, err := newKube(e.Kubeconfig, e.Context, e.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("connect to kubeconfig context %s (fault %s): %w", e.Context, e.Fault, err)
+	}
+	return cs, nil
 }
 
 // undoFault reverts the journal entry of one fault (see [undoEntry]).

@@ -3,7 +3,8 @@
 // The core is tiny: an [Injector] applies one fault and returns its [Revert].
 // Each fault kind lives in its own file and registers a constructor under its
 // scenario name (latency, timeout, bandwidth, slow_close, reset_peer, slicer,
-// limit_data, down, process-pause, container-pause, pod-kill, rollout); [Build] looks the kind
+// limit_data, down, process-pause, container-pause, pod-kill, rollout,
+// drain); [Build] looks the kind
 // up, and an unknown kind lists the known ones, sorted. What a fault of a
 // kind may and must set, and its rules, are the kind's
 // [scenario.FaultSpec]: Build checks a fault with [scenario.CheckFault]
@@ -82,11 +83,24 @@ type Env struct {
 	// Services maps a local service's name to its pods (pod-kill,
 	// rollout).
 	Services map[string]PodSet
+	// Kube is the cluster of a kubernetes run, whose services' pods and
+	// Deployments pod-kill and rollout act on; nil in other environments.
+	Kube *KubeEnv
 	// Docker pauses containers; nil: a client for the local Docker engine is
 	// created on first use.
 	Docker ContainerPauser
 	// Log gets one line per applied and reverted fault; nil discards.
 	Log *slog.Logger
+}
+
+// kubeSelector returns the label selector of service in a kubernetes
+// run, and whether it is one.
+func (e *Env) kubeSelector(service string) (string, bool) {
+	if e.Kube == nil || e.Kube.Client == nil {
+		return "", false
+	}
+	sel, ok := e.Kube.Selectors[service]
+	return sel, ok && sel != ""
 }
 
 func (e *Env) logger() *slog.Logger {

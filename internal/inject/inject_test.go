@@ -16,7 +16,7 @@ import (
 )
 
 func TestKindsSortedAndComplete(t *testing.T) {
-	want := []string{"bandwidth", "container-pause", "down", "latency", "limit_data", "pod-kill", "process-pause",
+	want := []string{"bandwidth", "container-pause", "down", "drain", "latency", "limit_data", "pod-kill", "process-pause",
 		"reset_peer", "rollout", "slicer", "slow_close", "timeout"}
 	if got := Kinds(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Kinds() = %v, want %v", got, want)
@@ -51,7 +51,7 @@ func TestBuildErrors(t *testing.T) {
 		want  string // substring of the error; "" = no error; bySpec = scenario.CheckFault's error
 	}{
 		{"unknown kind lists known", scenario.Fault{Name: "f", Type: "latncy"},
-			`unknown type "latncy"; available: bandwidth, container-pause, down, latency, limit_data, pod-kill, process-pause, reset_peer, rollout, slicer, slow_close, timeout`},
+			`unknown type "latncy"; available: bandwidth, container-pause, down, drain, latency, limit_data, pod-kill, process-pause, reset_peer, rollout, slicer, slow_close, timeout`},
 		{"latency ok", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg", Latency: dur(100 * time.Millisecond)}, ""},
 		{"latency missing", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg"}, bySpec},
 		{"jitter above latency", scenario.Fault{Name: "f", Type: "latency", Proxy: "pg", Latency: dur(10 * time.Millisecond), Jitter: dur(20 * time.Millisecond)}, bySpec},

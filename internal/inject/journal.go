@@ -84,6 +84,24 @@ type Entry struct {
 	Replicas int      `json:"replicas,omitempty"`
 	Pods     []string `json:"pods,omitempty"`
 	Seed     *int64   `json:"seed,omitempty"`
+	// Namespace, Kubeconfig and Context locate the cluster of a
+	// kubernetes platform fault (KindKubePods, KindKubeDeployment);
+	// Kubeconfig "" is kubectl's default loading.
+	Namespace  string `json:"namespace,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	// PodUIDs are the UIDs of Pods (KindKubePods).
+	PodUIDs []string `json:"podUIDs,omitempty"`
+	// Deployment is the Deployment a rollout restarted
+	// (KindKubeDeployment); Strategy its spec.strategy before drill wrote
+	// maxSurge or maxUnavailable into it (JSON), empty when drill left it
+	// alone.
+	Deployment string `json:"deployment,omitempty"`
+	Strategy   string `json:"strategy,omitempty"`
+	// Node is the node a drain cordoned (KindKubeNode); WasCordoned says
+	// it was cordoned before, so cleanup leaves it so.
+	Node        string `json:"node,omitempty"`
+	WasCordoned bool   `json:"wasCordoned,omitempty"`
 }
 
 // Journal is an append-only JSON-lines file per run, synced to disk after

@@ -39,7 +39,16 @@ var (
 func newPodKill(f scenario.Fault, env *Env) (Injector, error) {
 	svc, ok := env.Services[f.Service]
 	if !ok {
+		if sel, ok := env.kubeSelector(f.Service); ok {
+			return newKubePodKill(f, env, sel), nil
+		}
+		if f.Evict != nil {
+			return nil, fmt.Errorf("evict: applies only to a service of a kubernetes run")
+		}
 		return nil, fmt.Errorf("service: %q is not a local service of this run; known: %s", f.Service, mapKeys(env.Services))
+	}
+	if f.Evict != nil {
+		return nil, fmt.Errorf("evict: applies only to a service of a kubernetes run, not to local service %s", f.Service)
 	}
 	p := &podKill{fault: f, env: env, svc: svc}
 	if len(f.Pods) == 0 {

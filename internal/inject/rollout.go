@@ -31,6 +31,9 @@ var (
 func newRollout(f scenario.Fault, env *Env) (Injector, error) {
 	svc, ok := env.Services[f.Service]
 	if !ok {
+		if _, ok := env.kubeSelector(f.Service); ok {
+			return &kubeRollout{fault: f, env: env, k: env.Kube}, nil
+		}
 		return nil, fmt.Errorf("service: %q is not a local service of this run; known: %s", f.Service, mapKeys(env.Services))
 	}
 	return &rollout{fault: f, env: env, svc: svc}, nil
@@ -40,14 +43,16 @@ func newRollout(f scenario.Fault, env *Env) (Injector, error) {
 // against the declared replicas, as the Deployment controller does.
 func (r *rollout) bounds() (surge, unavailable int) {
 	n := r.svc.Declared()
-	return r.fault.MaxSurge.Of(n, true), r.fault.MaxUnavailable.Of(n, false)
+	ms, mu := scenario.RolloutBounds(r.fault)
+	return ms.Of(n, true), mu.Of(n, false)
 }
 
 // Describe implements [Describer].
 func (r *rollout) Describe() string {
 	surge, unav := r.bounds()
+	ms, mu := scenario.RolloutBounds(r.fault)
 	return fmt.Sprintf("rolling restart of service %s's %d pods (maxSurge %s = %d, maxUnavailable %s = %d)",
-		r.fault.Service, r.svc.Declared(), r.fault.MaxSurge, surge, r.fault.MaxUnavailable, unav)
+		r.fault.Service, r.svc.Declared(), ms, surge, mu, unav)
 }
 
 // Inject implements [Injector]. It journals the service's pods and their
@@ -59,7 +64,8 @@ func (r *rollout) Describe() string {
 func (r *rollout) Inject(ctx context.Context) (Revert, error) {
 	surge, unav := r.bounds()
 	if surge == 0 && unav == 0 {
-		return nil, fmt.Errorf("maxSurge %s and maxUnavailable %s come to 0 pods of %d", r.fault.MaxSurge, r.fault.MaxUnavailable, r.svc.Declared())
+		ms, mu := scenario.RolloutBounds(r.fault)
+		return nil, fmt.Errorf("maxSurge %s and maxUnavailable %s come to 0 pods of %d", ms, mu, r.svc.Declared())
 	}
 	old := r.svc.LivePods()
 	entry := podsEntry(OpApply, r.fault.Name, r.fault.Service, r.svc.Declared(), old, r.svc.Status(), nil)

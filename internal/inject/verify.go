@@ -31,7 +31,8 @@ type Leftover struct {
 	// Cgroup is a run's cgroup not yet removed.
 	Cgroup string `json:"cgroup,omitempty"`
 	// Service is the local service of a pod-kill or rollout fault
-	// (KindLocalPods), Fault the fault.
+	// (KindLocalPods), or the kubernetes service of one (KindKubePods,
+	// KindKubeDeployment); Fault the fault.
 	Service string `json:"service,omitempty"`
 	Fault   string `json:"fault,omitempty"`
 }
@@ -59,6 +60,19 @@ func (l Leftover) String() string {
 		return "cgroup " + l.Cgroup
 	case KindLocalPods:
 		s := fmt.Sprintf("pods of local service %s ended by fault %s", l.Service, l.Fault)
+		if l.Detail != "" {
+			s += ": " + l.Detail
+		}
+		return s
+	case KindKubePods, KindKubeDeployment, KindKubeNode:
+		what := "pods of service"
+		switch l.Kind {
+		case KindKubeDeployment:
+			what = "rollout of Deployment"
+		case KindKubeNode:
+			what = "drain of the node of service"
+		}
+		s := fmt.Sprintf("%s %s (kubernetes) by fault %s", what, l.Service, l.Fault)
 		if l.Detail != "" {
 			s += ": " + l.Detail
 		}

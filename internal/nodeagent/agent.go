@@ -60,6 +60,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -159,7 +160,9 @@ type Agent struct {
 	broadcaster record.EventBroadcaster
 
 	podLister corelisters.PodLister
-	queue     workqueue.TypedRateLimitingInterface[string]
+	// nodeLister reads this agent's Node (cordoned or not).
+	nodeLister corelisters.NodeLister
+	queue      workqueue.TypedRateLimitingInterface[string]
 
 	// ctx is Run's context; pods' status writers and retries use it.
 	ctx context.Context
@@ -337,6 +340,27 @@ func (a *Agent) Run(ctx context.Context, hard context.Context) (err error) {
 		return fmt.Errorf("watch pods: %w", err)
 	}
 	synced := []cache.InformerSynced{podInf.Informer().HasSynced}
+	// The agent's own Node: a cordoned node (spec.unschedulable) gets no
+	// new pod, as the scheduler binds none there; when it is uncordoned,
+	// the pods left pending are bound.
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(a.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = "metadata.name=" + a.cfg.Node
+	}))
+	factories = append(factories, nodeFactory)
+	nodeInf := nodeFactory.Core().V1().Nodes()
+	a.nodeLister = nodeInf.Lister()
+	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := obj.(*corev1.Node)
+			if ok1 && ok2 && o.Spec.Unschedulable && !n.Spec.Unschedulable {
+				a.enqueuePending()
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watch node: %w", err)
+	}
+	synced = append(synced, nodeInf.Informer().HasSynced)
 	if len(a.routes) > 0 {
 		sf := informers.NewSharedInformerFactoryWithOptions(a.cs, 0, opts...)
 		factories = append(factories, sf)
@@ -448,8 +472,48 @@ func (a *Agent) syncPod(key string) error {
 	return nil
 }
 
-// bind binds pod to this node, as the scheduler would.
+// enqueuePending queues every pod not yet bound (a node just uncordoned).
+func (a *Agent) enqueuePending() {
+	pods, err := a.podLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+			if key, err := cache.MetaNamespaceKeyFunc(p); err == nil {
+				a.queue.Add(key)
+			}
+		}
+	}
+}
+
+// cordoned reports whether this agent's Node is unschedulable and pod
+// does not tolerate it (the taint node.kubernetes.io/unschedulable, as a
+// DaemonSet's pods do).
+func (a *Agent) cordoned(pod *corev1.Pod) bool {
+	if a.nodeLister == nil {
+		return false
+	}
+	n, err := a.nodeLister.Get(a.cfg.Node)
+	if err != nil || !n.Spec.Unschedulable {
+		return false
+	}
+	for _, t := range pod.Spec.Tolerations {
+		keyOK := t.Key == corev1.TaintNodeUnschedulable || t.Key == "" && t.Operator == corev1.TolerationOpExists
+		if keyOK && (t.Effect == "" || t.Effect == corev1.TaintEffectNoSchedule) {
+			return false
+		}
+	}
+	return true
+}
+
+// bind binds pod to this node, as the scheduler would; a pod is left
+// pending while the node is cordoned (see [Agent.cordoned]).
 func (a *Agent) bind(pod *corev1.Pod) error {
+	if a.cordoned(pod) {
+		a.log.Debug("pod left pending: node cordoned", "pod", pod.Namespace+"/"+pod.Name)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
 	defer cancel()
 	b := &corev1.Binding{

@@ -59,6 +59,19 @@ func (r *run) newTimeline() (*timeline, error) {
 		Services:   pods,
 		Log:        r.log.With("component", "inject"),
 	}
+	if r.kube != nil {
+		sel := map[string]string{}
+		for _, s := range r.sc.Services {
+			if s.Selector != "" {
+				sel[s.Name] = s.Selector
+			}
+		}
+		ienv.Kube = &inject.KubeEnv{
+			Client: r.kube.clientset, Namespace: r.kube.cfg.Namespace, Selectors: sel,
+			Kubeconfig: r.opts.Kubeconfig, Context: r.kube.cfg.Context,
+			Events: r.evlog, Now: r.clock.Now,
+		}
+	}
 	tl := &timeline{r: r}
 	tl.faults = newFaultScheduler(runClock(r.clock), r.log, r.evlog, r.stack, tl.abort)
 	for _, f := range r.sc.Faults {

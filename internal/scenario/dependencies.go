@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -125,7 +126,7 @@ func (v *validator) dependencies() {
 func (v *validator) toxiproxy() {
 	u := v.s.Toxiproxy.URL
 	if u == "" {
-		if v.s.Environment.Type == EnvKubernetes && len(v.s.Faults) > 0 {
+		if v.s.Environment.Type == EnvKubernetes && slices.ContainsFunc(v.s.Faults, func(f Fault) bool { return f.Proxy != "" }) {
 			v.errorf("toxiproxy.url", "a kubernetes environment injects faults through a remote Toxiproxy; set toxiproxy.url (e.g. http://toxiproxy.staging:8474)")
 		}
 		return

@@ -8,13 +8,18 @@ import (
 
 // The fault kinds of the platform: they end a service's pods as the
 // platform would (a deleted pod, a rolling restart), and the runtime
-// replaces them. Local environment only in this version.
+// replaces them. Local and kubernetes environments; in kubernetes mode
+// the service's pods are those of its selector and its Deployment is the
+// one of the same name in the run's namespace.
 const (
 	// FaultPodKill ends some pods of a service; the runtime replaces them.
 	FaultPodKill FaultType = "pod-kill"
 	// FaultRollout restarts every pod of a service as a Deployment's
 	// rolling update does.
 	FaultRollout FaultType = "rollout"
+	// FaultDrain cordons a node and evicts its pods of the run's
+	// namespace, as `kubectl drain` does (kubernetes only).
+	FaultDrain FaultType = "drain"
 )
 
 // Signals a pod-kill ends its pods with, sorted.
@@ -38,7 +43,7 @@ var podKillSpec = FaultSpec{
 	Type:   FaultPodKill,
 	Target: TargetService,
 	Attrs: []FaultAttr{
-		{Key: "count"}, {Key: "percent"}, {Key: "pods"}, {Key: "seed"}, {Key: "signal"},
+		{Key: "count"}, {Key: "percent"}, {Key: "pods"}, {Key: "seed"}, {Key: "signal"}, {Key: "evict"},
 	},
 	Doc: "Ends pods of a local service at `at`, as deleting them from their ReplicaSet does: " +
 		"each pod's endpoint leaves the Service at once as a terminating one (ready=false, " +
@@ -50,7 +55,15 @@ var podKillSpec = FaultSpec{
 		"and readiness probes pass. Which pods: `count` (default 1) or `percent` of the declared " +
 		"replicas (rounded up), chosen at random with `seed` (drawn when the run starts unless " +
 		"given, and recorded with the fault's events), or the pods named in `pods`. A kill is not " +
-		"undone: the fault's end waits (bounded) for the ended pods' processes to be reaped.",
+		"undone: the fault's end waits (bounded) for the ended pods' processes to be reaped. " +
+		"In a kubernetes environment the pods are those of the service's `selector` in the run's " +
+		"namespace, not being deleted, ordered by creation time then name: <service>-i names the " +
+		"i-th of them when the fault starts. Each is deleted through the API with its own " +
+		"terminationGracePeriodSeconds (signal: SIGTERM) or gracePeriodSeconds 0 (SIGKILL), or, " +
+		"with `evict: true` (kubernetes only), evicted through the eviction API, which honours " +
+		"PodDisruptionBudgets: a refused eviction is a fault-error event and a finding, not an " +
+		"abort. The ReplicaSet replaces the pods; the fault's end waits (bounded) until the deleted " +
+		"pods are gone from the API.",
 	Example: `- name: kill-one-gateway
   type: pod-kill
   service: order-gateway
@@ -91,6 +104,17 @@ var podKillSpec = FaultSpec{
 		if svc == nil {
 			return
 		}
+		if s.Environment.Type == EnvKubernetes {
+			// The replicas are the Deployment's, known when the fault
+			// starts: only the form of a pod's name is checked here.
+			for _, p := range f.Pods {
+				i, err := strconv.Atoi(strings.TrimPrefix(p, svc.Name+"-"))
+				if !strings.HasPrefix(p, svc.Name+"-") || err != nil || i < 0 || strconv.Itoa(i) != strings.TrimPrefix(p, svc.Name+"-") {
+					report("pods", fmt.Sprintf("no pod %q: in a kubernetes environment pods are named %s-<i>, the i-th pod of the selector by creation time (from 0)", p, svc.Name))
+				}
+			}
+			return
+		}
 		n := max(svc.Replicas, 1)
 		if f.Count != nil && *f.Count > n {
 			report("count", fmt.Sprintf("count %d is above the %d replicas of service %s", *f.Count, n, svc.Name))
@@ -116,7 +140,17 @@ var rolloutSpec = FaultSpec{
 		"for 1 to 3 replicas a new pod is ready before an old one is ended. An old pod leaves the " +
 		"Service as a terminating endpoint, its process gets SIGTERM and SIGKILL after the " +
 		"service's terminationGracePeriodSeconds. The fault's end waits (bounded) for the rollout " +
-		"to complete; `for` should cover it. Each step is a ScalingReplicaSet event.",
+		"to complete; `for` should cover it. Each step is a ScalingReplicaSet event. In a " +
+		"kubernetes environment drill makes the patch `kubectl rollout restart` makes " +
+		"(spec.template.metadata.annotations[\"kubectl.kubernetes.io/restartedAt\"]) on the " +
+		"Deployment named like the service in the run's namespace, and the Deployment " +
+		"controller rolls it out with the Deployment's own strategy; only the keys `maxSurge` and " +
+		"`maxUnavailable` the fault sets are written into spec.strategy.rollingUpdate (journaled " +
+		"first, put back when the fault ends and by `drill cleanup`). drill watches the rollout " +
+		"as `kubectl rollout status` does (observedGeneration, updatedReplicas, replicas, " +
+		"availableReplicas) and emits a RolloutStep event each time they move. A paused " +
+		"Deployment is refused (drill pauses nothing, so none stays paused); a rollout cannot be " +
+		"undone, and a run killed mid-rollout leaves the controller to finish it.",
 	Example: `- name: roll-gateway
   type: rollout
   service: order-gateway
@@ -124,28 +158,87 @@ var rolloutSpec = FaultSpec{
   maxUnavailable: 0
   at: 20s
   for: 60s`,
-	Defaults: func(f *Fault) {
-		if f.MaxSurge == nil {
-			v := DefaultRolloutBound
-			f.MaxSurge = &v
+	// No Defaults: an unset maxSurge or maxUnavailable is 25% locally
+	// ([RolloutBounds]) and the Deployment's own in kubernetes mode.
+	CheckTarget: func(s *Scenario, f *Fault, report func(key, msg string)) {
+		svc := serviceNamed(s, f.Service)
+		if svc == nil {
+			return
 		}
-		if f.MaxUnavailable == nil {
-			v := DefaultRolloutBound
-			f.MaxUnavailable = &v
+		surge, unav := RolloutBounds(*f)
+		if s.Environment.Type == EnvKubernetes {
+			// The replicas are the Deployment's: only two zeros are
+			// certain to stall it.
+			if f.MaxSurge != nil && f.MaxUnavailable != nil && surge.N == 0 && unav.N == 0 {
+				report("", fmt.Sprintf("maxSurge %s and maxUnavailable %s are both 0: the rollout could never start a pod nor end one "+
+					"(Kubernetes refuses it too); raise one of them", surge, unav))
+			}
+			return
+		}
+		n := max(svc.Replicas, 1)
+		if surge.Of(n, true) == 0 && unav.Of(n, false) == 0 {
+			report("", fmt.Sprintf("maxSurge %s and maxUnavailable %s both come to 0 pods of the %d replicas of service %s: "+
+				"the rollout could never start a pod nor end one (Kubernetes refuses it too); raise one of them",
+				surge, unav, n, svc.Name))
+		}
+	},
+}
+
+var drainSpec = FaultSpec{
+	Type:           FaultDrain,
+	Target:         TargetService,
+	KubernetesOnly: true,
+	Attrs:          []FaultAttr{{Key: "node"}, {Key: "pods"}},
+	Doc: "Drains a node at `at` (kubernetes environment only), as `kubectl drain` does: the node " +
+		"is cordoned (spec.unschedulable true), then each pod of the run's namespace on it is " +
+		"evicted through the eviction API, which honours PodDisruptionBudgets (DaemonSet pods and " +
+		"mirror pods are skipped, as kubectl skips them; pods already terminating are left to " +
+		"end). A refused eviction is an EvictionRefused event and a finding, not retried. Which " +
+		"node: `node` names it; otherwise it is the node of the service's pod named in `pods` " +
+		"(one, <service>-i: the i-th pod of the selector by creation time), or of <service>-0. " +
+		"The node is uncordoned when the fault ends, on every exit path, and by `drill cleanup` " +
+		"after a killed run (the cordon is journaled first); a node drill found cordoned is left " +
+		"as it was. The fault's end waits (bounded) for the evicted pods to be gone.",
+	Example: `- name: drain-gateway-node
+  type: drain
+  service: order-gateway
+  pods: [order-gateway-0]
+  at: 20s
+  for: 30s`,
+	Check: func(f *Fault, report func(key, msg string)) {
+		if f.Node != "" && len(f.Pods) > 0 {
+			report("", "a drain names its node by node or by the pod in pods, not both")
+		}
+		if len(f.Pods) > 1 {
+			report("pods", fmt.Sprintf("a drain drains the node of one pod; %d are named", len(f.Pods)))
 		}
 	},
 	CheckTarget: func(s *Scenario, f *Fault, report func(key, msg string)) {
 		svc := serviceNamed(s, f.Service)
-		if svc == nil || f.MaxSurge == nil || f.MaxUnavailable == nil {
+		if svc == nil {
 			return
 		}
-		n := max(svc.Replicas, 1)
-		if f.MaxSurge.Of(n, true) == 0 && f.MaxUnavailable.Of(n, false) == 0 {
-			report("", fmt.Sprintf("maxSurge %s and maxUnavailable %s both come to 0 pods of the %d replicas of service %s: "+
-				"the rollout could never start a pod nor end one (Kubernetes refuses it too); raise one of them",
-				f.MaxSurge, f.MaxUnavailable, n, svc.Name))
+		for _, p := range f.Pods {
+			i, err := strconv.Atoi(strings.TrimPrefix(p, svc.Name+"-"))
+			if !strings.HasPrefix(p, svc.Name+"-") || err != nil || i < 0 || strconv.Itoa(i) != strings.TrimPrefix(p, svc.Name+"-") {
+				report("pods", fmt.Sprintf("no pod %q: pods are named %s-<i>, the i-th pod of the selector by creation time (from 0)", p, svc.Name))
+			}
 		}
 	},
+}
+
+// RolloutBounds returns f's maxSurge and maxUnavailable, each
+// [DefaultRolloutBound] when unset (the local runtime's defaults, the
+// Deployment's).
+func RolloutBounds(f Fault) (maxSurge, maxUnavailable IntOrPercent) {
+	maxSurge, maxUnavailable = DefaultRolloutBound, DefaultRolloutBound
+	if f.MaxSurge != nil {
+		maxSurge = *f.MaxSurge
+	}
+	if f.MaxUnavailable != nil {
+		maxUnavailable = *f.MaxUnavailable
+	}
+	return maxSurge, maxUnavailable
 }
 
 // serviceNamed returns the service of s named name, or nil.

@@ -68,13 +68,23 @@ type Fault struct {
 	Seed *int64 `yaml:"seed,omitempty" json:"seed,omitempty"`
 	// Signal (pod-kill) is how the pods end: SIGTERM with the grace
 	// period, as the kubelet ends a deleted pod, or SIGKILL at once;
-	// default SIGTERM.
+	// default SIGTERM. In kubernetes mode SIGKILL deletes (or evicts) with
+	// gracePeriodSeconds 0.
 	Signal string `yaml:"signal,omitempty" json:"signal,omitempty"`
+	// Node (drain) names the node to drain; default: the node of the
+	// service's pod named in Pods, or of its pod <service>-0.
+	Node string `yaml:"node,omitempty" json:"node,omitempty"`
+	// Evict (pod-kill, kubernetes environment only) ends the pods through
+	// the eviction API, which honours PodDisruptionBudgets, instead of
+	// deleting them; default false.
+	Evict *bool `yaml:"evict,omitempty" json:"evict,omitempty"`
 	// MaxSurge (rollout) is how many pods may run above the declared
-	// replicas, a count or a percentage rounded up; default 25%.
+	// replicas, a count or a percentage rounded up. Unset: 25% locally,
+	// and in kubernetes mode the Deployment's own strategy is left alone.
 	MaxSurge *IntOrPercent `yaml:"maxSurge,omitempty" json:"maxSurge,omitempty"`
 	// MaxUnavailable (rollout) is how many of the declared replicas may be
-	// unavailable, a count or a percentage rounded down; default 25%.
+	// unavailable, a count or a percentage rounded down. Unset: 25%
+	// locally, and in kubernetes mode the Deployment's own.
 	MaxUnavailable *IntOrPercent `yaml:"maxUnavailable,omitempty" json:"maxUnavailable,omitempty"`
 }
 
@@ -138,8 +148,14 @@ func (v *validator) faults() {
 		case sp.CheckTarget != nil:
 			sp.CheckTarget(s, f, report)
 		}
-		if sp.Target == TargetService && s.Environment.Type != EnvLocal {
-			v.errorf(p+".type", "%s faults act on the pods of the local runtime in this version; use a local environment", f.Type)
+		if sp.Target == TargetService && s.Environment.Type == EnvCompose {
+			v.errorf(p+".type", "%s faults act on the pods of the local runtime or of a Deployment in this version; use a local or kubernetes environment", f.Type)
+		}
+		if sp.KubernetesOnly && s.Environment.Type != EnvKubernetes {
+			v.errorf(p+".type", "%s applies only in a kubernetes environment (it acts on a node through the cluster's API); use pod-kill in a %s environment", f.Type, s.Environment.Type)
+		}
+		if f.Evict != nil && s.Environment.Type != EnvKubernetes {
+			v.errorf(p+".evict", "evict applies only in a kubernetes environment (the eviction API of the cluster); leave it out in a %s environment", s.Environment.Type)
 		}
 		if sp.Target == TargetDependency && s.Environment.Type == EnvKubernetes {
 			v.errorf(p+".type", "%s faults act on local dependencies; use a toxic or down on a proxy in a kubernetes environment", f.Type)

@@ -44,6 +44,9 @@ type FaultSpec struct {
 	Type FaultType
 	// Target is what the kind acts on: a proxy or a local dependency.
 	Target FaultTarget
+	// KubernetesOnly: the kind acts on a cluster's API (a node) and is
+	// refused in other environments.
+	KubernetesOnly bool
 	// Toxic is the Toxiproxy toxic type the kind adds, or "" when the kind
 	// is not a toxic. Only toxics take stream and toxicity.
 	Toxic string
@@ -100,6 +103,7 @@ var faultSpecs = []*FaultSpec{
 	&containerPauseSpec,
 	&podKillSpec,
 	&rolloutSpec,
+	&drainSpec,
 }
 
 // FaultTypes are the fault kinds of [FaultSpecs], sorted; used in hints
@@ -202,6 +206,10 @@ var faultAttrDefs = []faultAttrDef{
 			}
 			return ""
 		}},
+	{key: "node", set: func(f *Fault) bool { return f.Node != "" },
+		text: func(f *Fault) string { return "node=" + f.Node }},
+	{key: "evict", set: func(f *Fault) bool { return f.Evict != nil },
+		text: func(f *Fault) string { return fmt.Sprintf("evict=%t", *f.Evict) }},
 	podsAttr("maxSurge", func(f *Fault) *IntOrPercent { return f.MaxSurge }),
 	podsAttr("maxUnavailable", func(f *Fault) *IntOrPercent { return f.MaxUnavailable }),
 }

@@ -57,6 +57,31 @@ observers:
 %s
 `
 
+// kubeExample is a kubernetes scenario with faults, for the examples of
+// kinds that act only there.
+func kubeExample(faults string) string {
+	return `apiVersion: drill.dev/v1alpha1
+kind: Scenario
+metadata:
+  name: kind-examples-kubernetes
+environment:
+  type: kubernetes
+  kubernetes: {allowedContexts: [staging], namespace: shop}
+timeline:
+  duration: 90s
+  warmup: 5s
+services:
+  - name: order-gateway
+    selector: app=order-gateway
+    url: http://127.0.0.1:18080
+streams:
+  - name: orders
+    targets:
+      - url: ${services.order-gateway.url}/orders
+    rate: 10/s
+` + faults + "\n"
+}
+
 // exampleFaults are the faults the assertion examples name.
 const exampleFaults = `faults:
   - name: pg-pause
@@ -88,6 +113,9 @@ func TestFaultKindsDocumented(t *testing.T) {
 				t.Fatalf("the scenario reference lacks fault kind %s", sp.Type)
 			}
 			doc := fmt.Sprintf(exampleBase, "faults:\n"+indent(sp.Example), "")
+			if sp.KubernetesOnly {
+				doc = kubeExample("faults:\n" + indent(sp.Example))
+			}
 			s, err := LoadReader("example.yaml", strings.NewReader(doc))
 			if err != nil {
 				t.Fatalf("the example of fault kind %s is not valid:\n%v\n%s", sp.Type, err, sp.Example)

@@ -79,7 +79,8 @@ func TestIntOrPercentJSON(t *testing.T) {
 }
 
 // TestPodKillDefaults: a pod-kill that names no choice ends one pod with
-// the grace period; a rollout gets the Deployment's 25%/25%.
+// the grace period; a rollout's unset bounds stay unset and resolve to
+// the Deployment's 25%/25%.
 func TestPodKillDefaults(t *testing.T) {
 	t.Parallel()
 	f := Fault{Name: "k", Type: FaultPodKill, Service: "api"}.WithDefaults()
@@ -91,7 +92,10 @@ func TestPodKillDefaults(t *testing.T) {
 		t.Errorf("a pod-kill of named pods got count %d", *named.Count)
 	}
 	r := Fault{Name: "r", Type: FaultRollout, Service: "api"}.WithDefaults()
-	if r.MaxSurge == nil || *r.MaxSurge != DefaultRolloutBound || r.MaxUnavailable == nil || *r.MaxUnavailable != DefaultRolloutBound {
-		t.Errorf("rollout defaults: %v, %v", r.MaxSurge, r.MaxUnavailable)
+	if r.MaxSurge != nil || r.MaxUnavailable != nil {
+		t.Errorf("a rollout's unset bounds were filled in (kubernetes mode must tell them apart): %v, %v", r.MaxSurge, r.MaxUnavailable)
+	}
+	if s, u := RolloutBounds(r); s != DefaultRolloutBound || u != DefaultRolloutBound {
+		t.Errorf("rollout bounds: %v, %v, want the Deployment's 25%%/25%%", s, u)
 	}
 }
