@@ -263,3 +263,8 @@ func (l *Log) Follow(ch chan<- Event) []Event {
 	l.subs = append(l.subs, ch)
 	return out
 }
+
+// ReasonEvictionRefused is the Reason of the K8sEvent a kubernetes
+// pod-kill or drain emits when the eviction API refused an eviction (a
+// PodDisruptionBudget would be violated, HTTP 429); the pod stays.
+const ReasonEvictionRefused = "EvictionRefused"

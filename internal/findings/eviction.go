@@ -15,10 +15,9 @@ const KindEviction Kind = "eviction-refused"
 // held it), so the fault ended fewer pods than it chose.
 const RuleEvictionRefused = "eviction-refused"
 
-// ReasonEvictionRefused is the Reason of the K8sEvent a kubernetes
-// pod-kill emits when the eviction API refuses a pod (internal/inject
-// emits it under the same name).
-const ReasonEvictionRefused = "EvictionRefused"
+// ReasonEvictionRefused is [event.ReasonEvictionRefused], the Reason of
+// the K8sEvent this finding reads.
+const ReasonEvictionRefused = event.ReasonEvictionRefused
 
 // evictionsRefused returns one finding per fault whose evictions the API
 // refused, naming the pods, from the EvictionRefused events.

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drillhq/drill/internal/event"
-	"github.com/drillhq/drill/internal/findings"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -54,7 +53,7 @@ const (
 	// ReasonEvictionRefused: the eviction API refused it (a
 	// PodDisruptionBudget would be violated, HTTP 429); the pod stays.
 	// internal/findings turns these into a finding.
-	ReasonEvictionRefused = findings.ReasonEvictionRefused
+	ReasonEvictionRefused = event.ReasonEvictionRefused
 	// ReasonRolloutStep: the Deployment's rollout status moved (Labels:
 	// observedGeneration, updated, replicas, available, wanted).
 	ReasonRolloutStep = "RolloutStep"
