@@ -44,11 +44,23 @@ var _ Toxiproxy = (*Embedded)(nil)
 // drill's process, or its stand-in process): its proxies and toxics end
 // with the run.
 func isEmbedded(tp Toxiproxy) bool {
-	switch tp.(type) {
+	switch t := tp.(type) {
 	case *Embedded, *Metered:
 		return true
+	case RunOwned:
+		return t.EndsWithRun()
 	}
 	return false
+}
+
+// RunOwned is a [Toxiproxy] that reports whether it lives and dies with
+// its run (as an embedded server or the run's own stand-in does): the
+// journal then marks its entries embedded, and cleanup takes an
+// unreachable API as their target gone with it.
+type RunOwned interface {
+	Toxiproxy
+	// EndsWithRun reports whether the server ends with the run.
+	EndsWithRun() bool
 }
 
 // meterType is the toxic type of the pass-through byte counter.

@@ -57,3 +57,19 @@ func TestCleanupEndsStandIn(t *testing.T) {
 		t.Fatalf("second cleanup: %+v, %v; want nothing left", rep, err)
 	}
 }
+
+// runOwned wraps a Toxiproxy as the runner wraps its own stand-in.
+type runOwned struct{ Toxiproxy }
+
+func (runOwned) EndsWithRun() bool { return true }
+
+// TestRunOwnedIsEmbedded: a Toxiproxy that ends with its run (the
+// runner's wrapper of its stand-in) journals its entries as embedded, so
+// cleanup after a SIGKILL takes its unreachable API as the proxies gone;
+// a remote one does not.
+func TestRunOwnedIsEmbedded(t *testing.T) {
+	remote := NewRemote("http://127.0.0.1:1")
+	if !isEmbedded(runOwned{remote}) || isEmbedded(remote) {
+		t.Errorf("isEmbedded(run-owned) = %t, isEmbedded(remote) = %t; want true, false", isEmbedded(runOwned{remote}), isEmbedded(remote))
+	}
+}

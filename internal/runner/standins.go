@@ -109,6 +109,10 @@ type ownedToxiproxy struct {
 	p *standin.Process
 }
 
+// EndsWithRun is [inject.RunOwned]: the stand-in ends with the run, so
+// the journal marks what is made in it as embedded.
+func (o ownedToxiproxy) EndsWithRun() bool { return true }
+
 func (o ownedToxiproxy) gone() bool {
 	_, err := o.p.Early()
 	return err != nil
