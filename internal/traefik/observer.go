@@ -316,19 +316,22 @@ func (o *Observer) entry(e Entry) {
 	o.state[owner] = in
 	o.lastAt[owner] = at
 	srv := o.cfg.Servers[owner]
+	// The path only: a query string may carry a scenario's secret, and
+	// the event reaches run.json and the report.
+	path, _, _ := strings.Cut(e.RequestPath, "?")
 	ev := event.Event{At: at, Kind: event.EndpointReady, Source: SourceAccessLog, Service: owner, Pod: srv.Pod, Address: srv.Address,
 		Labels: map[string]string{"router": BareName(e.RouterName), "status": fmt.Sprint(e.DownstreamStatus)}}
 	switch v {
 	case Forwarded:
-		ev.Detail = fmt.Sprintf("Traefik forwarded %s %s through router %s (origin answered %d)", e.RequestMethod, e.RequestPath, e.RouterName, e.OriginStatus)
+		ev.Detail = fmt.Sprintf("Traefik forwarded %s %s through router %s (origin answered %d)", e.RequestMethod, path, e.RouterName, e.OriginStatus)
 	case NoRouter:
 		ev.Kind = event.EndpointRemoved
 		ev.Reason = "no router"
-		ev.Detail = fmt.Sprintf("Traefik answered %s %s with 404: no router matched (the Docker provider dropped %s's routers)", e.RequestMethod, e.RequestPath, owner)
+		ev.Detail = fmt.Sprintf("Traefik answered %s %s with 404: no router matched (the Docker provider dropped %s's routers)", e.RequestMethod, path, owner)
 	case NoServer:
 		ev.Kind = event.EndpointRemoved
 		ev.Reason = "no server"
-		ev.Detail = fmt.Sprintf("Traefik answered %s %s with %d itself: router %s's service has no server", e.RequestMethod, e.RequestPath, e.DownstreamStatus, e.RouterName)
+		ev.Detail = fmt.Sprintf("Traefik answered %s %s with %d itself: router %s's service has no server", e.RequestMethod, path, e.DownstreamStatus, e.RouterName)
 	}
 	o.cfg.Sink.Emit(ev)
 }
