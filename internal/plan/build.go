@@ -47,7 +47,7 @@ func Build(s *scenario.Scenario) (*Plan, error) {
 		if f.ManualStart {
 			continue
 		}
-		p.Actions = append(p.Actions, Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: rd.Text(describeFault(f))})
+		p.Actions = append(p.Actions, Action{At: f.At.D(), Kind: FaultOn, Target: f.Name, Detail: rd.Text(describeFault(s, f))})
 		if !f.ManualEnd {
 			p.Actions = append(p.Actions, Action{At: f.At.D() + f.For.D(), Kind: FaultOff, Target: f.Name})
 		}
@@ -124,11 +124,17 @@ func describeStream(st scenario.Stream) string {
 	return out
 }
 
-// describeFault summarises a fault, e.g.
+// describeFault summarises a fault of s, e.g.
 // "latency latency=8s stream=downstream on proxy tax-api": its type, the
-// keys of its kind as the fault spec prints them, then where it acts.
-func describeFault(f scenario.Fault) string {
+// keys of its kind as the fault spec prints them, then where it acts. A
+// rollout also names the bounds it will run with (see [rolloutBounds]).
+func describeFault(s *scenario.Scenario, f scenario.Fault) string {
 	parts := append([]string{string(f.Type)}, f.AttributeText()...)
+	if f.Type == scenario.FaultRollout {
+		if b := rolloutBounds(s, f); b != "" {
+			parts = append(parts, b)
+		}
+	}
 	if f.Stream != "" {
 		parts = append(parts, "stream="+f.Stream)
 	}
@@ -145,6 +151,42 @@ func describeFault(f scenario.Fault) string {
 		parts = append(parts, "on service "+f.Service)
 	}
 	return strings.Join(parts, " ") + fmt.Sprintf(" for %s", f.For.D())
+}
+
+// rolloutBounds says which maxSurge and maxUnavailable a rollout of s runs
+// with. Locally they are the fault's or the 25 % defaults, shown as pods of
+// the service's replicas, e.g. "(of 3 replicas: maxSurge 25% = 1 pod,
+// maxUnavailable 25% = 0 pods)"; in kubernetes mode the keys the fault leaves unset are
+// the Deployment's own.
+func rolloutBounds(s *scenario.Scenario, f scenario.Fault) string {
+	if s.Environment.Type == scenario.EnvKubernetes {
+		switch {
+		case f.MaxSurge == nil && f.MaxUnavailable == nil:
+			return "(the Deployment's own maxSurge and maxUnavailable)"
+		case f.MaxSurge == nil:
+			return "(the Deployment's own maxSurge)"
+		case f.MaxUnavailable == nil:
+			return "(the Deployment's own maxUnavailable)"
+		}
+		return ""
+	}
+	replicas := 1
+	for _, svc := range s.Services {
+		if svc.Name == f.Service {
+			replicas = max(svc.Replicas, 1)
+		}
+	}
+	surge, unav := scenario.RolloutBounds(f)
+	return fmt.Sprintf("(of %d replicas: maxSurge %s = %s, maxUnavailable %s = %s)",
+		replicas, surge, pods(surge.Of(replicas, true)), unav, pods(unav.Of(replicas, false)))
+}
+
+// pods renders n pods, e.g. "1 pod", "0 pods".
+func pods(n int) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
 }
 
 // FormatOffset renders an offset from t=0 as "t+20.000s" (ms resolution).

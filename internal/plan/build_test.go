@@ -155,3 +155,31 @@ func TestPrintBringUpGolden(t *testing.T) {
 		})
 	}
 }
+
+func TestRolloutBounds(t *testing.T) {
+	t.Parallel()
+	one, zero, half := scenario.IntOrPercent{N: 1}, scenario.IntOrPercent{}, scenario.IntOrPercent{N: 50, Percent: true}
+	tests := []struct {
+		name       string
+		env        scenario.EnvironmentType
+		surge, una *scenario.IntOrPercent
+		want       string
+	}{
+		{"local defaults", scenario.EnvLocal, nil, nil, "(of 3 replicas: maxSurge 25% = 1 pod, maxUnavailable 25% = 0 pods)"},
+		{"local set", scenario.EnvLocal, &one, &zero, "(of 3 replicas: maxSurge 1 = 1 pod, maxUnavailable 0 = 0 pods)"},
+		{"local percent rounds up and down", scenario.EnvLocal, &half, &half, "(of 3 replicas: maxSurge 50% = 2 pods, maxUnavailable 50% = 1 pod)"},
+		{"kubernetes unset", scenario.EnvKubernetes, nil, nil, "(the Deployment's own maxSurge and maxUnavailable)"},
+		{"kubernetes surge unset", scenario.EnvKubernetes, nil, &zero, "(the Deployment's own maxSurge)"},
+		{"kubernetes both set", scenario.EnvKubernetes, &one, &zero, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scenario.Scenario{Services: []scenario.Service{{Name: "web", Replicas: 3}}}
+			s.Environment.Type = tt.env
+			f := scenario.Fault{Type: scenario.FaultRollout, Service: "web", MaxSurge: tt.surge, MaxUnavailable: tt.una}
+			if got := rolloutBounds(s, f); got != tt.want {
+				t.Errorf("rolloutBounds = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
