@@ -83,6 +83,22 @@ func versionLDFlags() string {
 	return b.String()
 }
 
+// The node parts, built from k8s.io/kubernetes/cmd/<name> by [BuildNode]
+// for test/node's real node.
+const (
+	BinKubelet   = "kubelet"
+	BinKubeProxy = "kube-proxy"
+	BinScheduler = "kube-scheduler"
+)
+
+// Lock files in the bin dir, one per group of binaries, so that a build of
+// the node parts (the kubelet's first build is the longest) never holds up
+// a test that needs only the control plane.
+const (
+	controlPlaneLock = ".build.lock"
+	nodeLock         = ".build-node.lock"
+)
+
 // buildBinaries runs `go build` for kube-apiserver and kube-controller-manager
 // inside moduleDir, writing them to binDir. The Go build cache makes a repeat
 // build a quick up-to-date check; the first build compiles all of Kubernetes
@@ -90,21 +106,81 @@ func versionLDFlags() string {
 // concurrent builds from several processes. goBin is the go command to run.
 // It returns the binary paths, or an error carrying the tail of go's output.
 func buildBinaries(ctx context.Context, log *slog.Logger, goBin, moduleDir, binDir string) (apiserver, kcm string, err error) {
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return "", "", fmt.Errorf("create bin dir: %w", err)
+	if err := buildLocked(ctx, log, goBin, moduleDir, binDir, controlPlaneLock, binAPIServer, binControllerManager); err != nil {
+		return "", "", err
 	}
-	lock, err := os.OpenFile(filepath.Join(binDir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	return filepath.Join(binDir, binAPIServer), filepath.Join(binDir, binControllerManager), nil
+}
+
+// Build builds kube-apiserver and kube-controller-manager at
+// KubernetesVersion into binDir (the user cache dir's
+// drill/controlplane/<version> when empty) from this module's source, as
+// [Start] does unless Options.SkipBuild, so that a later Start finds them
+// up to date. It returns an error with the tail of go's output.
+func Build(ctx context.Context, log *slog.Logger, binDir string) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if binDir == "" {
+		if binDir, err = defaultBinDir(); err != nil {
+			return err
+		}
+	}
+	moduleDir, err := defaultModuleDir()
 	if err != nil {
-		return "", "", fmt.Errorf("open build lock: %w", err)
+		return err
+	}
+	_, _, err = buildBinaries(ctx, log, "go", moduleDir, binDir)
+	return err
+}
+
+// BuildNode builds the kubelet, kube-proxy and kube-scheduler at
+// KubernetesVersion, with the control plane's flags (so the build cache is
+// shared and /version agrees), into binDir (the user cache dir's
+// drill/controlplane/<version> when empty) from this module's source
+// (moduleDir; found from this file's path when empty). Its own lock file
+// keeps concurrent builds apart without holding up the control plane's. It
+// returns binDir, or an error with the tail of go's output.
+func BuildNode(ctx context.Context, log *slog.Logger, goBin, moduleDir, binDir string) (string, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if binDir == "" {
+		if binDir, err = defaultBinDir(); err != nil {
+			return "", err
+		}
+	}
+	if moduleDir == "" {
+		if moduleDir, err = defaultModuleDir(); err != nil {
+			return "", err
+		}
+	}
+	if goBin == "" {
+		goBin = "go"
+	}
+	return binDir, buildLocked(ctx, log, goBin, moduleDir, binDir, nodeLock, BinKubelet, BinKubeProxy, BinScheduler)
+}
+
+// buildLocked builds each k8s.io/kubernetes/cmd/<name> of names into
+// binDir with goBin inside moduleDir, holding binDir/lockName for the
+// whole group.
+func buildLocked(ctx context.Context, log *slog.Logger, goBin, moduleDir, binDir, lockName string, names ...string) error {
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return fmt.Errorf("create bin dir: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(binDir, lockName), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("open build lock: %w", err)
 	}
 	defer lock.Close()
 	if err := flockContext(ctx, lock); err != nil {
-		return "", "", fmt.Errorf("take build lock: %w", err)
+		return fmt.Errorf("take build lock: %w", err)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file releases it too
 
-	out := map[string]string{}
-	for _, name := range []string{binAPIServer, binControllerManager} {
+	for _, name := range names {
 		target := filepath.Join(binDir, name)
 		start := time.Now()
 		log.Info("building", "binary", name, "into", binDir)
@@ -113,12 +189,11 @@ func buildBinaries(ctx context.Context, log *slog.Logger, goBin, moduleDir, binD
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		if err := cmd.Run(); err != nil {
-			return "", "", fmt.Errorf("build %s: %w: %s", name, err, tail(buf.String(), 2000))
+			return fmt.Errorf("build %s: %w: %s", name, err, tail(buf.String(), 2000))
 		}
 		log.Info("built", "binary", name, "seconds", time.Since(start).Seconds())
-		out[name] = target
 	}
-	return out[binAPIServer], out[binControllerManager], nil
+	return nil
 }
 
 // flockContext takes an exclusive flock on f, polling so that ctx can cancel

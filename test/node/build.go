@@ -3,14 +3,12 @@ package node
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -39,13 +37,15 @@ func BinDir() (string, error) {
 }
 
 // BuildKubernetes builds the kubelet, kube-proxy and kube-scheduler with
-// goBin inside repoRoot/test/controlplane (the module that pins
-// k8s.io/kubernetes and lists the three as tools), into BinDir(), taking
-// the same lock file as test/controlplane's build so that concurrent
-// builds do not interleave. The Go build cache makes a repeat build an
-// up-to-date check; the first one compiles most of Kubernetes (measured
-// in reports/BENCHMARKS.md). It returns the directory holding the three
-// binaries, or an error with the tail of go's output.
+// goBin through test/controlplane's own command (`go run ./cmd/controlplane
+// build --only-node` inside repoRoot/test/controlplane, the module that
+// pins k8s.io/kubernetes and lists the three as tools), into BinDir(), with
+// the control plane's flags and a lock of their own (so a build already
+// under way, e.g. make test's prebuild, is waited for, not repeated). The
+// Go build cache makes a repeat build an up-to-date check; the first one
+// compiles most of Kubernetes (measured in reports/BENCHMARKS.md). It
+// returns the directory holding the three binaries, or an error with the
+// tail of go's output.
 func BuildKubernetes(ctx context.Context, log *slog.Logger, goBin, repoRoot string) (string, error) {
 	moduleDir := filepath.Join(repoRoot, "test", "controlplane")
 	mod, err := os.ReadFile(filepath.Join(moduleDir, "go.mod"))
@@ -59,43 +59,20 @@ func BuildKubernetes(ctx context.Context, log *slog.Logger, goBin, repoRoot stri
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return "", fmt.Errorf("create bin dir: %w", err)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, goBin, "run", "./cmd/controlplane", "build", "--only-node", "--bin-dir", binDir)
+	cmd.Dir = moduleDir
+	// The command's go is goBin's: put its directory first on PATH.
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(goBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build node parts: %w: %s", err, tail(buf.String(), 2000))
 	}
-	lock, err := os.OpenFile(filepath.Join(binDir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("open build lock: %w", err)
-	}
-	defer lock.Close()
-	if err := flockContext(ctx, lock); err != nil {
-		return "", fmt.Errorf("take build lock: %w", err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file releases it too
-	for _, name := range []string{BinKubelet, BinKubeProxy, BinScheduler} {
-		start := time.Now()
-		cmd := exec.CommandContext(ctx, goBin, "build", "-o", filepath.Join(binDir, name), "-ldflags", versionLDFlags(), "k8s.io/kubernetes/cmd/"+name)
-		cmd.Dir = moduleDir
-		var buf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &buf, &buf
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("build %s: %w: %s", name, err, tail(buf.String(), 2000))
-		}
-		log.Info("built", "binary", name, "seconds", time.Since(start).Seconds())
+	if log != nil {
+		log.Info("node parts built or up to date", "seconds", time.Since(start).Seconds(), "dir", binDir)
 	}
 	return binDir, nil
-}
-
-// versionLDFlags stamps the binaries with KubernetesVersion as
-// test/controlplane stamps kube-apiserver (the same flags, so that the
-// build cache is shared and /version agrees with the release).
-func versionLDFlags() string {
-	var b strings.Builder
-	b.WriteString("-s -w")
-	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		fmt.Fprintf(&b, " -X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=37 -X %s.gitTreeState=clean",
-			pkg, KubernetesVersion, pkg, pkg, pkg)
-	}
-	return b.String()
 }
 
 // BuildStatic builds the package pkg of the module in dir as a static
@@ -108,23 +85,4 @@ func BuildStatic(ctx context.Context, goBin, dir, pkg, out string) error {
 		return fmt.Errorf("build %s: %w: %s", pkg, err, tail(string(b), 2000))
 	}
 	return nil
-}
-
-// flockContext takes an exclusive flock on f, polling so that ctx can
-// cancel the wait.
-func flockContext(ctx context.Context, f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }

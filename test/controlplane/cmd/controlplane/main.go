@@ -4,9 +4,12 @@
 // including the kubeconfig. SIGUSR1 crash-restarts kube-apiserver (same
 // port and data, as ControlPlane.RestartAPIServer with grace 0), for
 // observer tests; it prints "kube-apiserver restarted" when it is ready again.
+// "build" only builds the binaries (and with --node the node parts of
+// test/node), as `make test` does ahead of the tests that need them.
 //
 //	go run ./cmd/controlplane up --kubeconfig /tmp/drill-test.kubeconfig
 //	kubectl --kubeconfig /tmp/drill-test.kubeconfig get pods -A
+//	go run ./cmd/controlplane build --node
 package main
 
 import (
@@ -34,19 +37,28 @@ func main() {
 }
 
 const usage = `usage: controlplane up --kubeconfig PATH [--bin-dir DIR] [--controllers a,b,c] [--skip-build] [--quiet]
+       controlplane build [--node] [--only-node] [--bin-dir DIR]
 
 Starts etcd, kube-apiserver and kube-controller-manager (%s) on 127.0.0.1,
 writes a kubeconfig (context %q, namespace default) once everything is ready
 (so its appearance means ready) and waits for SIGINT or SIGTERM, then stops
 everything and removes the kubeconfig and temp files. SIGUSR1 crash-restarts
 kube-apiserver and prints "kube-apiserver restarted in N s" once it is ready.
+
+build builds kube-apiserver and kube-controller-manager into --bin-dir (the
+user cache dir by default; up does the same first), with --node also the
+kubelet, kube-proxy and kube-scheduler of test/node, with --only-node those
+three alone, and prints each binary's build time.
 `
 
-// run parses args and runs the only subcommand, "up".
+// run parses args and runs the subcommand, "up" or "build".
 func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "build" {
+		return build(args[1:], stderr)
+	}
 	if len(args) == 0 || args[0] != "up" {
 		fmt.Fprintf(stderr, usage, controlplane.KubernetesVersion, controlplane.ContextName)
-		return errors.New("expected the subcommand \"up\"")
+		return errors.New("expected the subcommand \"up\" or \"build\"")
 	}
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -106,5 +118,35 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("stop control plane: %w", err)
 	}
 	fmt.Fprintln(stdout, "control plane stopped")
+	return nil
+}
+
+// build parses the build subcommand's flags and builds the binaries they
+// name, logging each one's build time to stderr.
+func build(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("build", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	binDir := fs.String("bin-dir", "", "directory for the built binaries (default: user cache dir)")
+	node := fs.Bool("node", false, "also build the kubelet, kube-proxy and kube-scheduler")
+	onlyNode := fs.Bool("only-node", false, "build only the kubelet, kube-proxy and kube-scheduler")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("build takes no arguments, got %q", fs.Args())
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if !*onlyNode {
+		if err := controlplane.Build(ctx, log, *binDir); err != nil {
+			return err
+		}
+	}
+	if *node || *onlyNode {
+		if _, err := controlplane.BuildNode(ctx, log, "", "", *binDir); err != nil {
+			return err
+		}
+	}
 	return nil
 }
