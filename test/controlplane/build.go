@@ -114,20 +114,12 @@ func buildBinaries(ctx context.Context, log *slog.Logger, goBin, moduleDir, binD
 
 // Build builds kube-apiserver and kube-controller-manager at
 // KubernetesVersion into binDir (the user cache dir's
-// drill/controlplane/<version> when empty) from this module's source, as
-// [Start] does unless Options.SkipBuild, so that a later Start finds them
-// up to date. It returns an error with the tail of go's output.
+// drill/controlplane/<version> when empty) from this module's source with
+// the go command on PATH, as [Start] does unless Options.SkipBuild, so that
+// a later Start finds them up to date. It returns an error with the tail of
+// go's output.
 func Build(ctx context.Context, log *slog.Logger, binDir string) error {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	var err error
-	if binDir == "" {
-		if binDir, err = defaultBinDir(); err != nil {
-			return err
-		}
-	}
-	moduleDir, err := defaultModuleDir()
+	log, moduleDir, binDir, err := buildDefaults(log, binDir)
 	if err != nil {
 		return err
 	}
@@ -135,32 +127,35 @@ func Build(ctx context.Context, log *slog.Logger, binDir string) error {
 	return err
 }
 
-// BuildNode builds the kubelet, kube-proxy and kube-scheduler at
-// KubernetesVersion, with the control plane's flags (so the build cache is
-// shared and /version agrees), into binDir (the user cache dir's
-// drill/controlplane/<version> when empty) from this module's source
-// (moduleDir; found from this file's path when empty). Its own lock file
-// keeps concurrent builds apart without holding up the control plane's. It
-// returns binDir, or an error with the tail of go's output.
-func BuildNode(ctx context.Context, log *slog.Logger, goBin, moduleDir, binDir string) (string, error) {
+// BuildNode builds the kubelet, kube-proxy and kube-scheduler as [Build]
+// builds the control plane (the same flags, so the build cache is shared
+// and /version agrees), under a lock file of their own so that they never
+// hold up the control plane's build. It returns the bin dir, or an error
+// with the tail of go's output.
+func BuildNode(ctx context.Context, log *slog.Logger, binDir string) (string, error) {
+	log, moduleDir, binDir, err := buildDefaults(log, binDir)
+	if err != nil {
+		return "", err
+	}
+	return binDir, buildLocked(ctx, log, "go", moduleDir, binDir, nodeLock, BinKubelet, BinKubeProxy, BinScheduler)
+}
+
+// buildDefaults fills in Build's and BuildNode's defaults: a discarding
+// logger, this module's source dir and the default bin dir.
+func buildDefaults(log *slog.Logger, binDir string) (*slog.Logger, string, string, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var err error
+	moduleDir, err := defaultModuleDir()
+	if err != nil {
+		return nil, "", "", err
+	}
 	if binDir == "" {
 		if binDir, err = defaultBinDir(); err != nil {
-			return "", err
+			return nil, "", "", err
 		}
 	}
-	if moduleDir == "" {
-		if moduleDir, err = defaultModuleDir(); err != nil {
-			return "", err
-		}
-	}
-	if goBin == "" {
-		goBin = "go"
-	}
-	return binDir, buildLocked(ctx, log, goBin, moduleDir, binDir, nodeLock, BinKubelet, BinKubeProxy, BinScheduler)
+	return log, moduleDir, binDir, nil
 }
 
 // buildLocked builds each k8s.io/kubernetes/cmd/<name> of names into

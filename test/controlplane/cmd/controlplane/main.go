@@ -144,7 +144,7 @@ func build(args []string, stderr io.Writer) error {
 		}
 	}
 	if *node || *onlyNode {
-		if _, err := controlplane.BuildNode(ctx, log, "", "", *binDir); err != nil {
+		if _, err := controlplane.BuildNode(ctx, log, *binDir); err != nil {
 			return err
 		}
 	}
