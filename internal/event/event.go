@@ -268,3 +268,11 @@ func (l *Log) Follow(ch chan<- Event) []Event {
 // pod-kill or drain emits when the eviction API refused an eviction (a
 // PodDisruptionBudget would be violated, HTTP 429); the pod stays.
 const ReasonEvictionRefused = "EvictionRefused"
+
+// LabelSince is the label of an endpoint-removed or endpoint-ready event
+// that bounds the change from below, where the observer saw requests on
+// both sides of it (Traefik's access log): the start, in ns on the run's
+// clock as a decimal integer, of the latest request in the other state
+// (forwarded before a removal, answered by the router itself before a
+// return). The change happened between that instant and the event's At.
+const LabelSince = "since"

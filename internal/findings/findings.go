@@ -101,6 +101,7 @@ const (
 	RuleNotReturned          = "not-back-in-routing"             // warning: replicas that left routing never came back
 	RuleClaimMismatch        = "claim-differs"                   // notice: a claimed time differs from the measured one
 	RulePodFailures          = "requests-failed-on-deleted-pods" // notice: requests failed on pods a platform fault deleted
+	RuleTraefikKeptRouting   = "traefik-kept-routing"            // warning: Docker reported a container unready for 3 s or more and Traefik kept routing its service
 )
 
 // Figure is one number of a finding: Value in Unit ("s", "count",

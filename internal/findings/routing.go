@@ -3,6 +3,7 @@ package findings
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -213,11 +214,160 @@ func (c *ctx) unroutable(service string) []Finding {
 			fd.Figures = append(fd.Figures, countFigure("failed", failed), countFigure("requests", total))
 			fmt.Fprintf(&b, "; %s of %s requests due in %s failed", thousands(failed), thousands(total), secs)
 		}
+		if tl.Source == routing.TraefikAccessLog {
+			text, figs := c.traefikBounds(service, iv)
+			b.WriteString(text)
+			fd.Figures = append(fd.Figures, figs...)
+		}
 		fd.Text = b.String()
 		out = append(out, fd)
 	}
+	out = append(out, c.unhealthyRouted(service)...)
 	return out
 }
+
+// traefikBounds says, for an unroutable interval read from Traefik's
+// access log, how closely the log bounds its start and end (the latest
+// request in the other state before each change, event.LabelSince) and
+// how long after Docker's health status changed Traefik's Docker provider
+// reacted: the interval's start after the container's last unhealthy
+// status before it, its end after the healthy status before that end.
+// Figures: start-bound, end-bound (s: the width of the bracket around each
+// change), provider-reaction, provider-return (s).
+func (c *ctx) traefikBounds(service string, iv routing.Interval) (string, []Figure) {
+	var b strings.Builder
+	var figs []Figure
+	var removed, ready *event.Event
+	for i, e := range c.events {
+		if e.Service != service || e.Labels == nil {
+			continue
+		}
+		if e.Kind == event.EndpointRemoved && e.At == iv.Start && removed == nil {
+			removed = &c.events[i]
+		}
+		if e.Kind == event.EndpointReady && e.At == iv.End && ready == nil {
+			ready = &c.events[i]
+		}
+	}
+	since := func(e *event.Event) (time.Duration, bool) {
+		if e == nil {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(e.Labels[event.LabelSince], 10, 64)
+		return time.Duration(ns), err == nil && time.Duration(ns) <= e.At
+	}
+	if lo, ok := since(removed); ok {
+		figs = append(figs, secFigure("start-bound", iv.Start-lo))
+		fmt.Fprintf(&b, "; Traefik's access log puts its start between %s s (the last request it forwarded) and %s s (the first it answered itself)",
+			preciseAt(lo), preciseAt(iv.Start))
+	}
+	if lo, ok := since(ready); ok {
+		figs = append(figs, secFigure("end-bound", iv.End-lo))
+		fmt.Fprintf(&b, " and its end between %s s and %s s", preciseAt(lo), preciseAt(iv.End))
+	}
+	// Docker's health status: the last unready status of one of the
+	// service's containers at or before the start, and the last ready one
+	// after it and at or before the end.
+	var down, up *event.Event
+	for i, e := range c.events {
+		if e.Service != service || strings.HasPrefix(e.Source, "traefik") {
+			continue
+		}
+		switch {
+		case e.At <= iv.Start && e.Kind == event.PodUnready:
+			down = &c.events[i]
+		case e.At <= iv.Start && e.Kind == event.PodReady && down != nil && e.Pod == down.Pod:
+			down = nil // ready again before the interval: not its cause
+		case e.At > iv.Start && e.At <= iv.End && e.Kind == event.PodReady && down != nil:
+			up = &c.events[i]
+		}
+	}
+	if down == nil {
+		b.WriteString("; Docker reported no unready health status before it began")
+		return b.String(), figs
+	}
+	reason := down.Reason
+	if reason == "" {
+		reason = "unready"
+	}
+	figs = append(figs, secFigure("provider-reaction", iv.Start-down.At))
+	fmt.Fprintf(&b, "; it began %s after Docker reported %s %s (%s s: the Docker provider's reaction)",
+		seconds(iv.Start-down.At), down.Pod, reason, trimT(at(down.At)))
+	if up != nil && iv.End < c.end {
+		figs = append(figs, secFigure("provider-return", iv.End-up.At))
+		fmt.Fprintf(&b, " and ended %s after Docker reported it healthy again (%s s)", seconds(iv.End-up.At), trimT(at(up.At)))
+	}
+	return b.String(), figs
+}
+
+// preciseAt renders an offset on the run's clock in seconds to the ms,
+// e.g. "12.340".
+func preciseAt(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// unhealthyRouted reports, for a service routed by the real Traefik, each
+// span in which Docker reported one of its containers unready while
+// Traefik's access log shows it kept routing the service (no unroutable
+// interval overlaps the span): a health state Traefik's Docker provider
+// did not act on (docs/compose.md). Warning, rule traefik-kept-routing.
+func (c *ctx) unhealthyRouted(service string) []Finding {
+	tl := c.routes[service]
+	if tl.Source != routing.TraefikAccessLog {
+		return nil
+	}
+	var out []Finding
+	open := map[string]time.Duration{}
+	reason := map[string]string{}
+	report := func(pod string, from, to time.Duration) {
+		for _, iv := range c.unroute[service] {
+			if iv.Start < to && from < iv.End {
+				return
+			}
+		}
+		// A span too short for the provider to react is not a finding.
+		if to-from < unhealthyRoutedMin {
+			return
+		}
+		fd := Finding{Kind: KindUnroutable, Severity: Warning, Rule: RuleTraefikKeptRouting, Service: service, Pod: pod, Start: from, End: to,
+			Figures: []Figure{secFigure("length", to-from), secFigure("start", from), secFigure("end", to)}}
+		fd.Text = fmt.Sprintf("Docker reported %s %s for %s (%s-%s s) but Traefik kept routing %s: its access log shows no request it answered itself then",
+			pod, reason[pod], seconds(to-from), at(from), trimT(at(to)), service)
+		out = append(out, fd)
+	}
+	for _, e := range c.events {
+		if e.Service != service || strings.HasPrefix(e.Source, "traefik") || e.At > c.end {
+			continue
+		}
+		switch e.Kind {
+		case event.PodUnready:
+			if _, ok := open[e.Pod]; !ok {
+				open[e.Pod] = e.At
+				reason[e.Pod] = e.Reason
+				if reason[e.Pod] == "" {
+					reason[e.Pod] = "unready"
+				}
+			}
+		case event.PodReady:
+			if from, ok := open[e.Pod]; ok {
+				report(e.Pod, max(from, 0), e.At)
+				delete(open, e.Pod)
+			}
+		}
+	}
+	pods := make([]string, 0, len(open))
+	for p := range open {
+		pods = append(pods, p)
+	}
+	sort.Strings(pods)
+	for _, p := range pods {
+		report(p, max(open[p], 0), c.end)
+	}
+	return out
+}
+
+// unhealthyRoutedMin: an unready span shorter than this is not reported
+// as routed while unhealthy (Traefik's Docker provider reacts to an event
+// within about a second; the ADR's phases last tens of seconds).
+const unhealthyRoutedMin = 3 * time.Second
 
 // faultAround returns the fault an unroutable interval belongs to: the
 // last fault that turned on before the interval ended and whose recovery

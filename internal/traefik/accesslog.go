@@ -10,7 +10,10 @@
 //     container: the first request Traefik answered 404 with no router
 //     (the provider dropped the router) or 503 with no server (an empty
 //     service kept by allowEmptyServices) after one it forwarded, and the
-//     reverse. At is the request's StartUTC on the run's clock.
+//     reverse. At is the request's StartUTC on the run's clock; the label
+//     [LabelSince] bounds the change from below: the start of the latest
+//     request in the other state logged before it (the change lies
+//     between the two).
 //   - note events (Source [SourceAPI]) when a poll of the API sees a
 //     Traefik service's servers change (present with a server UP, without
 //     one, absent), and the clock offset measured at start.
@@ -23,6 +26,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/drillhq/drill/internal/event"
 )
 
 // Event sources.
@@ -32,6 +37,13 @@ const (
 	// SourceAPI marks what drill read from Traefik's API.
 	SourceAPI = "traefik-api"
 )
+
+// LabelSince is the label of a routing event from the access log that
+// holds, in ns on the run's clock (a decimal integer), the start of the
+// latest request in the other state logged before it: for a removal the
+// last request Traefik forwarded, for a return the last one it answered
+// itself. Absent when no such request was logged.
+const LabelSince = event.LabelSince
 
 // Entry is one line of Traefik's JSON access log, the fields drill reads.
 type Entry struct {

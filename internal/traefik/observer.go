@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,11 @@ const (
 	MetricNoServer = event.MetricTraefikNoServer
 )
 
+type latestKey struct {
+	service string
+	in      bool
+}
+
 type secondKey struct {
 	service string
 	metric  string
@@ -89,15 +95,19 @@ type Observer struct {
 	cfg  Config
 	http *http.Client
 
-	mu       sync.Mutex
-	offset   *Offset
-	probes   map[string]chan time.Time
-	state    map[string]bool          // Compose service -> requests reach it
-	lastAt   map[string]time.Duration // last transition per Compose service
-	api      map[string]string        // Traefik service -> last API status
-	apiOK    bool                     // the last poll read the API
-	apiEver  bool                     // a poll read the API
-	apiSince time.Time                // first failed poll of the current failing streak
+	mu     sync.Mutex
+	offset *Offset
+	probes map[string]chan time.Time
+	state  map[string]bool          // Compose service -> requests reach it
+	lastAt map[string]time.Duration // last transition per Compose service
+	// latest holds, per Compose service and state (true: forwarded),
+	// the latest start of a logged request in that state: the lower
+	// bound of the next change (the "since" label).
+	latest   map[latestKey]time.Duration
+	api      map[string]string // Traefik service -> last API status
+	apiOK    bool              // the last poll read the API
+	apiEver  bool              // a poll read the API
+	apiSince time.Time         // first failed poll of the current failing streak
 	problems []string
 	counts   Counts
 	// perSecond counts, per Compose service and second of the run's clock
@@ -123,7 +133,7 @@ func Start(ctx context.Context, cfg Config) *Observer {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o := &Observer{cfg: cfg, http: &http.Client{Timeout: 2 * time.Second},
 		probes: map[string]chan time.Time{}, state: map[string]bool{}, lastAt: map[string]time.Duration{},
-		api: map[string]string{}, perSecond: map[secondKey]int64{}, cancel: cancel}
+		latest: map[latestKey]time.Duration{}, api: map[string]string{}, perSecond: map[secondKey]int64{}, cancel: cancel}
 	o.wg.Add(2)
 	go o.follow(ctx)
 	go o.poll(ctx)
@@ -303,6 +313,14 @@ func (o *Observer) entry(e Entry) {
 		o.perSecond[secondKey{service: owner, metric: metric, second: int64(sec)}]++
 	}
 	in := v == Forwarded
+	// The latest request of the other state logged so far: the change
+	// happened after it. (A request that started later and ended after
+	// this one is not logged yet, so the bound can only be earlier than
+	// the true one, never later.)
+	other, haveOther := o.latest[latestKey{owner, !in}]
+	if l, ok := o.latest[latestKey{owner, in}]; !ok || at > l {
+		o.latest[latestKey{owner, in}] = at
+	}
 	cur, seen := o.state[owner]
 	if seen && cur == in || !seen && !in {
 		o.state[owner] = in
@@ -321,6 +339,9 @@ func (o *Observer) entry(e Entry) {
 	path, _, _ := strings.Cut(e.RequestPath, "?")
 	ev := event.Event{At: at, Kind: event.EndpointReady, Source: SourceAccessLog, Service: owner, Pod: srv.Pod, Address: srv.Address,
 		Labels: map[string]string{"router": BareName(e.RouterName), "status": fmt.Sprint(e.DownstreamStatus)}}
+	if haveOther && other <= at {
+		ev.Labels[LabelSince] = strconv.FormatInt(int64(other), 10)
+	}
 	switch v {
 	case Forwarded:
 		ev.Detail = fmt.Sprintf("Traefik forwarded %s %s through router %s (origin answered %d)", e.RequestMethod, path, e.RouterName, e.OriginStatus)

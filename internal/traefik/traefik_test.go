@@ -1,6 +1,7 @@
 package traefik
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func TestEntryTransitions(t *testing.T) {
 	s := &sink{}
 	o := &Observer{cfg: Config{Routes: routes, Clock: event.NewClockAt(start), Sink: s, ProbePath: "/.drill-clock/",
 		Servers: map[string]Server{"order-gateway": {Service: "order-gateway", Pod: "drill-x-order-gateway", Address: "172.18.0.3:8080"}}},
-		offset: &Offset{Shift: 2 * time.Millisecond}, state: map[string]bool{}, lastAt: map[string]time.Duration{}, probes: map[string]chan time.Time{},
+		offset: &Offset{Shift: 2 * time.Millisecond}, state: map[string]bool{}, lastAt: map[string]time.Duration{}, latest: map[latestKey]time.Duration{}, probes: map[string]chan time.Time{},
 		perSecond: map[secondKey]int64{}}
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
 	fwd := Entry{RouterName: "orders@docker", ServiceURL: "http://172.18.0.3:8080", OriginStatus: 201, DownstreamStatus: 201, RequestPath: "/orders", RequestMethod: "POST"}
@@ -88,6 +89,18 @@ func TestEntryTransitions(t *testing.T) {
 		if e.Kind != w.kind || e.At != time.Duration(w.ms)*time.Millisecond+2*time.Millisecond || e.Service != "order-gateway" || e.Source != SourceAccessLog || e.Pod != "drill-x-order-gateway" {
 			t.Errorf("event %d: %s at %s (%s %s %s), want %s at %dms+2ms", i, e.Kind, e.At, e.Service, e.Source, e.Pod, w.kind, w.ms)
 		}
+	}
+	// Each change but the first is bounded below by the latest request of
+	// the other state logged before it: 200 ms (900 was logged only after
+	// the removal), 1010, 3000, 4000, all +2 ms of offset.
+	for i, ms := range map[int]int{1: 200, 2: 1010, 3: 3000, 4: 4000} {
+		want := fmt.Sprint(int64(time.Duration(ms)*time.Millisecond + 2*time.Millisecond))
+		if got := s.evs[i].Labels[LabelSince]; got != want {
+			t.Errorf("event %d: since %q, want %s", i, got, want)
+		}
+	}
+	if _, ok := s.evs[0].Labels[LabelSince]; ok {
+		t.Errorf("first event has a since label: %v", s.evs[0].Labels)
 	}
 	if s.evs[1].Reason != "no router" {
 		t.Errorf("removal reason %q, want no router", s.evs[1].Reason)
