@@ -180,7 +180,7 @@ func Build(l *Ledger, drills []Drill) (*Report, error) {
 		}
 		resolve := func(field, text string, bareOK bool) []string {
 			var out []string
-			for _, tok := range tokenRE.FindAllString(text, -1) {
+			for _, tok := range scenario.ClaimIDs(text) {
 				switch c, parts := ids[tok], l.split(tok); {
 				case c != nil && !c.Kind.Testable() && !bareOK:
 					ps = append(ps, Problem{File: d.Path, Line: at(field), Field: field, Msg: fmt.Sprintf("%s is untestable (%s) in %s; an assertion cannot check it", tok, c.Kind, l.File)})

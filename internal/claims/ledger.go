@@ -135,8 +135,6 @@ var (
 	// claimIDRE matches a claim id: a clause id with an optional .n, or
 	// ADR0077-n, TUT-n.
 	claimIDRE = regexp.MustCompile(`^(?:[A-Z]{2,}-[A-Z]{2,}-[0-9]{2,}(?:\.[0-9]+)?|ADR0077-[0-9]+|TUT-[0-9]+)$`)
-	// tokenRE finds claim and clause ids in free text (a scenario's source).
-	tokenRE = regexp.MustCompile(`\b(?:[A-Z]{2,}-[A-Z]{2,}-[0-9]{2,}(?:\.[0-9]+)?|ADR0077-[0-9]+|TUT-[0-9]+)\b`)
 )
 
 // Load reads the data file at path strictly (unknown keys are errors)

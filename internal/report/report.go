@@ -110,6 +110,7 @@ type htmlView struct {
 	Findings                                      []findingView
 	FindingsWarnings, FindingsNotices             int
 	Results                                       []resultView
+	Claims                                        []claimView
 	Streams                                       []streamView
 	Workers                                       []workerView
 	Figures                                       []figureView
@@ -123,6 +124,12 @@ type resultView struct {
 	Open                                                     bool
 	Extra                                                    []assert.Figure
 	Evidence                                                 []evidenceView
+}
+
+// claimView is one row of the claims table: a claim of the source
+// documents the run's assertions checked.
+type claimView struct {
+	ID, Word, Class, Note string
 }
 
 // findingView is one finding of the findings box.
@@ -241,6 +248,9 @@ func buildView(run *record.Run) htmlView {
 			rv.Evidence = append(rv.Evidence, evidenceView{At: assert.FormatOffset(e.At), Pod: e.Pod, Detail: e.Detail, Logs: e.Logs})
 		}
 		v.Results = append(v.Results, rv)
+	}
+	for _, c := range run.Claims() {
+		v.Claims = append(v.Claims, claimView{ID: c.ID, Word: verdictWord(c.Verdict), Class: string(c.Verdict), Note: claimNote(c)})
 	}
 	for _, row := range streamRows(run) {
 		s := row.stats

@@ -18,6 +18,7 @@ import (
 	"github.com/drillhq/drill/internal/cpuuse"
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/history"
+	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/record/recordtest"
 	"github.com/drillhq/drill/internal/report"
@@ -329,4 +330,37 @@ func TestSummaryUnroutableAfterFault(t *testing.T) {
 		t.Errorf("summary lacks the bound %q", want)
 	}
 	checkGolden(t, "summary-unroutable-after-fault.golden.txt", buf.Bytes())
+}
+
+// TestHTMLClaims: report.html lists the claims the run's assertions
+// checked, each with its verdict and the assertions behind it, and marks
+// a declared failure of a naive twin; a run whose assertions name no
+// claim has no claims table.
+func TestHTMLClaims(t *testing.T) {
+	run := runs()["naive"]
+	run.Plan.Judgements = append(run.Plan.Judgements, plan.Judgement{Assertion: "tax-shed-fast", ExpectFail: true})
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, s := range []string{
+		"<h2>Claims</h2>",
+		`<tr class="fail"><td><span class="v fail">FAIL</span></td><td><b>INV-BH-02</b></td><td>auth-p99-during-brownout</td></tr>`,
+		`<td><b>INV-BH-03</b></td><td>tax-shed-fast (failed as expect.fail declares)</td>`,
+	} {
+		if !strings.Contains(html, s) {
+			t.Errorf("report.html lacks %q", s)
+		}
+	}
+	for i := range run.Results {
+		run.Results[i].Source = ""
+	}
+	b.Reset()
+	if err := report.WriteHTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<h2>Claims</h2>") {
+		t.Error("report.html of a run whose assertions name no claim has a claims table")
+	}
 }

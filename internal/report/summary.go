@@ -85,6 +85,8 @@ func Summary(w io.Writer, run *record.Run) error {
 		}
 	}
 
+	writeClaims(ew, run.Claims())
+
 	if len(run.Series) > 0 {
 		fmt.Fprintln(ew, "\nSTREAMS")
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
@@ -164,6 +166,32 @@ func Summary(w io.Writer, run *record.Run) error {
 	}
 	fmt.Fprintf(ew, "\nVERDICT: %s (exit %d): %s\n", codeWord(code), code, why)
 	return ew.Err
+}
+
+// writeClaims prints the CLAIMS section: each claim of the source
+// documents the run's assertions checked (docs/CLAIMS.md), its verdict and
+// the assertions that checked it; a naive twin's declared failures are
+// marked "as expected". Nothing when no assertion names a claim.
+func writeClaims(w io.Writer, cs []record.ClaimVerdict) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nCLAIMS (of the source documents, by id: docs/CLAIMS.md)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range cs {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", verdictWord(c.Verdict), c.ID, claimNote(c))
+	}
+	tw.Flush()
+}
+
+// claimNote names the assertions that checked a claim, and says when its
+// failure was the one the scenario's expect.fail declared.
+func claimNote(c record.ClaimVerdict) string {
+	s := strings.Join(c.Assertions, ", ")
+	if c.Expected {
+		s += " (failed as expect.fail declares)"
+	}
+	return s
 }
 
 // writeFindings prints the FINDINGS section: one line per finding,
