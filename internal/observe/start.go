@@ -2,8 +2,9 @@
 // and turns what it sees into time-stamped events on the run's clock
 // (docs/DESIGN.md §8): Kubernetes pods, EndpointSlices and pod Events
 // through client-go informers ([Kube]), Prometheus /metrics scrapes
-// ([Scraper]), PromQL queries ([PromQL], [QueryRange]) and HTTP probes
-// ([Prober]). [Start] runs the observers a scenario names.
+// ([Scraper]), PromQL queries ([PromQL], [QueryRange]), PostgreSQL's
+// pg_stat_activity ([Postgres]) and HTTP probes ([Prober]). [Start] runs
+// the observers a scenario names.
 package observe
 
 import (
@@ -95,6 +96,14 @@ func Start(ctx context.Context, obs scenario.Observers, deps Deps, clock *event.
 		pr := &Prober{Name: p.Name, URL: u, Interval: p.Interval.D(), Timeout: p.Timeout.D(),
 			Clock: clock, Sink: sink, Log: log.With("observer", p.Name)}
 		runs = append(runs, runner{p.Name, pr.Run})
+	}
+	for i, pg := range obs.Postgres {
+		dsn, err := expand(pg.DSN)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("observers.postgres[%d] (%s): dsn: %w", i, pg.Name, err))
+		}
+		po := &Postgres{Name: pg.Name, DSN: dsn, Interval: pg.Interval.D(), Clock: clock, Sink: sink, Log: log.With("observer", pg.Name)}
+		runs = append(runs, runner{pg.Name, po.Run})
 	}
 	for i, q := range obs.PromQL {
 		u := checkURL(fmt.Sprintf("observers.promql[%d]", i), q.Name, q.URL)

@@ -14,7 +14,8 @@ var metricSpec = AssertionSpec{
 	Live:   LiveOnEvents,
 	Fields: []AssertionField{{Key: "metric", Required: true}, {Key: "op", Required: true}, {Key: "value", Required: true}, {Key: "labels"}},
 	Doc: "Passes when every sample of metric (the series labels selects) in the window " +
-		"satisfies op value. The metric comes from observers.metrics (a /metrics scrape) " +
+		"satisfies op value. The metric comes from observers.metrics (a /metrics scrape), " +
+		"from observers.postgres (pg_backends, pg_backends_state, pg_up) " +
 		"or is the name of an observers.promql query. No sample in the window is an error.",
 	Example: `- type: metric
   metric: db_pool_waiting

@@ -275,8 +275,8 @@ func (v *validator) assertionValues(c *assertionCheck, sp *AssertionSpec) {
 		if !metricRE.MatchString(a.Metric) && !v.isPromQLName(a.Metric) {
 			c.errorf("metric", "invalid metric name %q", a.Metric)
 		}
-		if len(s.Observers.Metrics)+len(s.Observers.PromQL) == 0 {
-			c.errorf("metric", "no metrics source: add observers.metrics (a /metrics scrape) or observers.promql")
+		if len(s.Observers.Metrics)+len(s.Observers.PromQL)+len(s.Observers.Postgres) == 0 {
+			c.errorf("metric", "no metrics source: add observers.metrics (a /metrics scrape), observers.promql or observers.postgres")
 		}
 	}
 	positive("hold", a.Hold)

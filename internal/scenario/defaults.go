@@ -188,6 +188,9 @@ func (s *Scenario) SetDefaults() {
 	for i := range s.Observers.Metrics {
 		setIf(&s.Observers.Metrics[i].Interval.Duration, DefaultObserverInterval)
 	}
+	for i := range s.Observers.Postgres {
+		setIf(&s.Observers.Postgres[i].Interval.Duration, DefaultObserverInterval)
+	}
 	for i := range s.Observers.PromQL {
 		setIf(&s.Observers.PromQL[i].Interval.Duration, DefaultPromQLInterval)
 	}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 )
 
@@ -17,6 +18,10 @@ type Observers struct {
 	Metrics []MetricsObserver `yaml:"metrics,omitempty" json:"metrics,omitempty"`
 	// PromQL queries a Prometheus server.
 	PromQL []PromQLObserver `yaml:"promql,omitempty" json:"promql,omitempty"`
+	// Postgres polls a PostgreSQL server's pg_stat_activity: its client
+	// backends per application_name and state (pool quotas, MC-PO-01;
+	// leaked connections).
+	Postgres []PostgresObserver `yaml:"postgres,omitempty" json:"postgres,omitempty"`
 }
 
 // PodObserver watches pods matching Selector in Namespace.
@@ -78,6 +83,29 @@ type PromQLObserver struct {
 	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
 }
 
+// PostgresObserver connects to DSN and, every Interval (default 1s),
+// counts the server's client backends in pg_stat_activity (its own
+// connection excluded). Each poll records metric events, all labelled job
+// (the observer's Name), datname and application_name:
+// pg_backends (client backends of that application, all states), and
+// pg_backends_state with label state (active, idle, idle in transaction,
+// ...); a series seen before and absent now is recorded as 0, and pg_up
+// is 1 after a good poll and 0 after a failed one (a paused server: no
+// other sample then). A metric assertion reads them like scraped ones,
+// e.g. pg_backends{application_name=payment-core-auth} <= 40 (MC-PO-01).
+type PostgresObserver struct {
+	// Name is unique among observers; it names the recorded events (label
+	// job).
+	Name string `yaml:"name" json:"name"`
+	// DSN is a postgres:// URL; may use ${...}, e.g.
+	// ${dependencies.postgres.dsn} (straight to the server, not through a
+	// proxy whose toxics would stall the observer); required.
+	DSN string `yaml:"dsn" json:"dsn"`
+	// Interval between polls; default 1s. A poll times out after
+	// Interval (at least 500ms).
+	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+}
+
 func (v *validator) observers() {
 	s := v.s
 	o := s.Observers
@@ -101,6 +129,9 @@ func (v *validator) observers() {
 	}
 	for i, x := range o.PromQL {
 		add("promql", i, x.Name)
+	}
+	for i, x := range o.Postgres {
+		add("postgres", i, x.Name)
 	}
 	v.unique("observer", names, func(i int) string { return paths[i] })
 	local := s.Environment.Type == EnvLocal
@@ -146,6 +177,13 @@ func (v *validator) observers() {
 			}
 		}
 	}
+	for i, x := range o.Postgres {
+		p := fmt.Sprintf("observers.postgres[%d]", i)
+		v.checkDSN(p+".dsn", x.DSN)
+		if x.Interval.D() <= 0 {
+			v.errorf(p+".interval", "interval must be above 0")
+		}
+	}
 	for i, x := range o.PromQL {
 		p := fmt.Sprintf("observers.promql[%d]", i)
 		v.checkURL(p+".url", x.URL)
@@ -167,6 +205,22 @@ func (v *validator) isPromQLName(name string) bool {
 		}
 	}
 	return false
+}
+
+// checkDSN checks a PostgreSQL connection URL (after sample expansion).
+func (v *validator) checkDSN(p, raw string) {
+	if raw == "" {
+		v.errorf(p, "dsn is required (e.g. ${dependencies.postgres.dsn})")
+		return
+	}
+	s, ok := v.expandSample(raw)
+	if !ok {
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		v.errorf(p, "dsn %q must be a postgres:// URL with a host (e.g. ${dependencies.postgres.dsn})", raw)
+	}
 }
 
 func (v *validator) checkNamespace(p, ns string) {
