@@ -574,5 +574,25 @@ func (c *ctx) podFailures(f faultSpan, service string) []Finding {
 	fd.Severity, fd.Rule = Notice, RulePodFailures
 	fd.Text = fmt.Sprintf("%d requests to pods of %s that %s deleted failed at the backend (answered 502 by the local Service) while they were being deleted: %s; %d on other pods",
 		total, service, f.name, strings.Join(parts, ", "), others)
+	// The stream's windows count failures by when requests were due; a
+	// pod still in the Service after the fault's window ended failed
+	// requests due after it too, which the window's line leaves out.
+	var late []string
+	var lateN int64
+	for _, p := range fails {
+		if p.left > f.off && p.n > 0 {
+			late = append(late, p.pod)
+			lateN += p.n
+		}
+	}
+	if len(late) > 0 {
+		fd.Figures = append(fd.Figures, countFigure("failed-on-pods-left-after-window", lateN))
+		on := "them"
+		if len(late) == 1 {
+			on = "it"
+		}
+		fd.Text += fmt.Sprintf("; %s left the Service after %s's window ended (%s s), so the %d failures on %s count partly after it: a window's figures count requests by when they were due, and those due after %s fall in the next window",
+			strings.Join(late, ", "), f.name, trimT(at(f.off)), lateN, on, trimT(at(f.off)))
+	}
 	return []Finding{fd}
 }

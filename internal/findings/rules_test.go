@@ -463,5 +463,43 @@ func TestPodFailures(t *testing.T) {
 		if len(got) != 1 || got[0].Severity != tc.severity || !strings.HasPrefix(got[0].Text, tc.text) {
 			t.Errorf("failed=%v: pod-failures findings %+v, want one %s: %q", tc.failed, got, tc.severity, tc.text)
 		}
+		if len(got) == 1 && strings.Contains(got[0].Text, "window ended") {
+			t.Errorf("failed=%v: every pod left within the window, yet: %q", tc.failed, got[0].Text)
+		}
+	}
+}
+
+// TestPodFailuresAfterWindow: a pod the fault deleted just before its
+// window ended and that left the Service after it failed requests due in
+// the next window too; the finding says so, so that its count and the
+// window's line need not agree.
+func TestPodFailuresAfterWindow(t *testing.T) {
+	r := newRun()
+	r.sc.Faults = []scenario.Fault{{Name: "pg-pause", Type: scenario.FaultRollout}}
+	detail := "endpoint removed; 25 requests to it failed at the backend (answered 502)"
+	r.events = append(r.events,
+		event.Event{At: sec(25), Kind: event.K8sEvent, Reason: "Killing", Service: "order-gateway", Pod: pods[0], Fault: "pg-pause"},
+		event.Event{At: sec(25.5), Kind: event.EndpointRemoved, Service: "order-gateway", Pod: pods[0], Value: 25, Detail: detail},
+		event.Event{At: sec(34.5), Kind: event.K8sEvent, Reason: "Killing", Service: "order-gateway", Pod: pods[1], Fault: "pg-pause"},
+		event.Event{At: sec(35.5), Kind: event.EndpointRemoved, Service: "order-gateway", Pod: pods[1], Value: 25, Detail: detail},
+	)
+	var fd *findings.Finding
+	all := r.compute()
+	for i, f := range all {
+		if f.Kind == findings.KindPodFailures {
+			fd = &all[i]
+		}
+	}
+	if fd == nil {
+		t.Fatalf("no pod-failures finding in %+v", all)
+	}
+	want := "order-gateway-1 left the Service after pg-pause's window ended (35.0 s), so the 25 failures on it count partly after it"
+	if !strings.Contains(fd.Text, "50 requests to pods") || !strings.Contains(fd.Text, want) {
+		t.Errorf("finding %q does not say 50 requests and %q", fd.Text, want)
+	}
+	for _, f := range fd.Figures {
+		if f.Name == "failed-on-pods-left-after-window" && f.Value != 25 {
+			t.Errorf("figure %s = %v, want 25", f.Name, f.Value)
+		}
 	}
 }
