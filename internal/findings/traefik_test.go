@@ -15,17 +15,9 @@ import (
 // count are the service's (other errors), and so are 503s beyond its
 // no-server count (shed by the service).
 func TestTraefikAnswersByItsLog(t *testing.T) {
-	r := newRun()
 	// Only Traefik's access log routes: one container, out 26.5-30 s.
-	r.events = nil
-	for _, e := range newRun().events {
-		if e.Kind != event.PodReady && e.Kind != event.EndpointReady {
-			r.events = append(r.events, e)
-		}
-	}
 	const pod = "drill-x-order-gateway"
-	r.events = append(r.events,
-		event.Event{At: sec(-0.01), Kind: event.EndpointReady, Source: "traefik-accesslog", Service: "order-gateway", Pod: pod},
+	r := traefikRun(
 		event.Event{At: sec(26.5), Kind: event.EndpointRemoved, Source: "traefik-accesslog", Service: "order-gateway", Pod: pod, Reason: "no router"},
 		event.Event{At: sec(30), Kind: event.EndpointReady, Source: "traefik-accesslog", Service: "order-gateway", Pod: pod})
 	// The client: 404s in seconds 26-29 (100 each, 50 in second 26), of
@@ -53,26 +45,13 @@ func TestTraefikAnswersByItsLog(t *testing.T) {
 	if fd == nil {
 		t.Fatalf("no failure finding for the fault in %+v", all)
 	}
-	for _, w := range []string{
+	checkFinding(t, fd, []string{
 		"340 answered 404 by Traefik (no router: its Docker provider dropped the container)",
 		"10 answered 500/503 by Traefik itself",
 		"30 shed with 503/429 by the service",
 		"30 other errors",
 		"Traefik's own answers as its access log counted them",
-	} {
-		if !strings.Contains(fd.Text, w) {
-			t.Errorf("finding does not say %q:\n%s", w, fd.Text)
-		}
-	}
-	got := map[string]float64{}
-	for _, f := range fd.Figures {
-		got[f.Name] = f.Value
-	}
-	for name, v := range map[string]float64{"no-router-404": 340, "no-endpoint-503": 10, "shed-by-service": 30, "other-errors": 30} {
-		if got[name] != v {
-			t.Errorf("figure %s = %v, want %v (%s)", name, got[name], v, fd.Text)
-		}
-	}
+	}, map[string]float64{"no-router-404": 340, "no-endpoint-503": 10, "shed-by-service": 30, "other-errors": 30})
 }
 
 // traefikRun is newRun with one container routed only by Traefik's access
@@ -120,25 +99,12 @@ func TestTraefikUnroutableBounds(t *testing.T) {
 	if fd == nil {
 		t.Fatalf("no unroutable finding in %+v", all)
 	}
-	for _, w := range []string{
+	checkFinding(t, fd, []string{
 		"between 26.497 s (the last request it forwarded) and 26.500 s (the first it answered itself)",
 		"its end between 29.998 s and 30.000 s",
 		"it began 2.5 s after Docker reported drill-x-order-gateway unhealthy (24.0 s: the Docker provider's reaction)",
 		"ended 0.4 s after Docker reported it healthy again (29.6 s)",
-	} {
-		if !strings.Contains(fd.Text, w) {
-			t.Errorf("finding does not say %q:\n%s", w, fd.Text)
-		}
-	}
-	got := map[string]float64{}
-	for _, f := range fd.Figures {
-		got[f.Name] = f.Value
-	}
-	for name, v := range map[string]float64{"start-bound": 0.003, "end-bound": 0.002, "provider-reaction": 2.5, "provider-return": 0.4} {
-		if got[name] != v {
-			t.Errorf("figure %s = %v, want %v", name, got[name], v)
-		}
-	}
+	}, map[string]float64{"start-bound": 0.003, "end-bound": 0.002, "provider-reaction": 2.5, "provider-return": 0.4})
 }
 
 // TestTraefikKeptRouting: Docker reports the container unhealthy for 10 s
@@ -185,6 +151,26 @@ func TestTraefikKeptRouting(t *testing.T) {
 		}
 		if strings.Contains(f.Text, "between") {
 			t.Errorf("no since labels, yet the finding brackets the change: %q", f.Text)
+		}
+	}
+}
+
+// checkFinding fails t unless fd's text says each of texts and each named
+// figure has its value.
+func checkFinding(t *testing.T, fd *findings.Finding, texts []string, figures map[string]float64) {
+	t.Helper()
+	for _, w := range texts {
+		if !strings.Contains(fd.Text, w) {
+			t.Errorf("finding does not say %q:\n%s", w, fd.Text)
+		}
+	}
+	got := map[string]float64{}
+	for _, f := range fd.Figures {
+		got[f.Name] = f.Value
+	}
+	for name, v := range figures {
+		if got[name] != v {
+			t.Errorf("figure %s = %v, want %v (%s)", name, got[name], v, fd.Text)
 		}
 	}
 }

@@ -67,11 +67,8 @@ type Postgres struct {
 	conn *pgx.Conn
 	// seen holds every series recorded so far (metric and labels), so one
 	// that vanishes is recorded as 0.
-	seen      map[string]pgSeries
-	failing   bool
-	lastErr   string
-	failCount int
-	failSince time.Duration
+	seen map[string]pgSeries
+	poll pollState
 }
 
 // pgSeries is one recorded series: its metric and labels.
@@ -129,20 +126,13 @@ func (p *Postgres) pollAndEmit(ctx context.Context) {
 	up := 1.0
 	if err != nil {
 		up = 0
-		msg := err.Error()
-		if !p.failing {
-			p.failing, p.failCount, p.failSince = true, 0, at
-		}
-		p.failCount++
-		if p.failCount == 1 || msg != p.lastErr {
-			p.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourcePostgres, Detail: fmt.Sprintf("observer %s: %s", p.Name, msg)})
-		}
-		p.lastErr = msg
 		p.Log.Debug("pg_stat_activity poll failed", "observer", p.Name, "err", err)
-	} else if p.failing {
-		p.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourcePostgres,
-			Detail: fmt.Sprintf("observer %s: pg_stat_activity readable again after %d failed polls since t=%s", p.Name, p.failCount, p.failSince)})
-		p.failing, p.lastErr = false, ""
+	}
+	note := p.poll.result(at, err, func(failed int, since time.Duration) string {
+		return fmt.Sprintf("pg_stat_activity readable again after %d failed polls since t=%s", failed, since)
+	})
+	if note != "" {
+		p.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourcePostgres, Detail: fmt.Sprintf("observer %s: %s", p.Name, note)})
 	}
 	for _, s := range samples {
 		p.Sink.Emit(event.Event{At: at, Kind: event.Metric, Source: SourcePostgres, Metric: s.Metric, Labels: s.Labels, Value: s.Value})

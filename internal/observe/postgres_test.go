@@ -136,7 +136,7 @@ func TestPostgresObserver(t *testing.T) {
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		p.pollAndEmit(ctx)
-		if !p.failing || time.Now().After(deadline) {
+		if !p.poll.failing || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)

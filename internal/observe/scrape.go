@@ -63,10 +63,7 @@ type Scraper struct {
 	// Log receives debug logs; default discards.
 	Log *slog.Logger
 
-	failing   bool
-	lastErr   string
-	failCount int
-	failSince time.Duration
+	poll pollState
 }
 
 // Run scrapes once immediately, then every Interval until ctx is done. It
@@ -101,20 +98,13 @@ func (s *Scraper) scrapeAndEmit(ctx context.Context) {
 	up := 1.0
 	if err != nil {
 		up = 0
-		msg := err.Error()
-		if !s.failing {
-			s.failing, s.failCount, s.failSince = true, 0, at
-		}
-		s.failCount++
-		if s.failCount == 1 || msg != s.lastErr {
-			s.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourceScrape, Detail: fmt.Sprintf("observer %s: %s", s.Name, msg)})
-		}
-		s.lastErr = msg
 		s.Log.Debug("scrape failed", "observer", s.Name, "url", s.URL, "err", err)
-	} else if s.failing {
-		s.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourceScrape,
-			Detail: fmt.Sprintf("observer %s: scrape %s recovered after %d failed scrapes since t=%s", s.Name, s.URL, s.failCount, s.failSince)})
-		s.failing, s.lastErr = false, ""
+	}
+	note := s.poll.result(at, err, func(failed int, since time.Duration) string {
+		return fmt.Sprintf("scrape %s recovered after %d failed scrapes since t=%s", s.URL, failed, since)
+	})
+	if note != "" {
+		s.Sink.Emit(event.Event{At: at, Kind: event.Note, Source: SourceScrape, Detail: fmt.Sprintf("observer %s: %s", s.Name, note)})
 	}
 	for _, sm := range samples {
 		s.Sink.Emit(event.Event{At: at, Kind: event.Metric, Source: SourceScrape, Metric: sm.Name, Labels: sm.Labels, Value: sm.Value})
