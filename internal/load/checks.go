@@ -2,16 +2,15 @@ package load
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -37,9 +36,8 @@ type responseCheck struct {
 // stream's results (runStream's loop), and the recorder reads the
 // verdicts before the next call.
 type checkSet struct {
-	checks  []responseCheck
-	anyJSON bool
-	out     []checkVerdict
+	checks []responseCheck
+	out    []checkVerdict
 }
 
 // checkVerdict is one check's verdict on one response; why is set when
@@ -94,7 +92,6 @@ func newCheckSet(st scenario.Stream) *checkSet {
 		if c.Max != nil {
 			rc.max = *c.Max
 		}
-		cs.anyJSON = cs.anyJSON || rc.path != nil
 		cs.checks[i] = rc
 	}
 	return cs
@@ -106,17 +103,16 @@ func (c *responseCheck) appliesTo(code int) bool {
 }
 
 // eval returns the verdicts of the checks that apply to r (nil for a
-// result without a status). The body is parsed once, and only when a json
-// check applies.
+// result without a status). The body is checked to be JSON once, and
+// only when a json check applies.
 func (cs *checkSet) eval(r *vegeta.Result) []checkVerdict {
 	code := int(r.Code)
 	if code == 0 {
 		return nil
 	}
 	cs.out = cs.out[:0]
-	var doc any
-	var docErr failure
-	parsed := false
+	var bodyErr failure
+	scanned := false
 	for i := range cs.checks {
 		c := &cs.checks[i]
 		if !c.appliesTo(code) {
@@ -126,13 +122,13 @@ func (cs *checkSet) eval(r *vegeta.Result) []checkVerdict {
 		if c.header != "" {
 			why = c.testHeader(r.Headers)
 		} else {
-			if !parsed {
-				doc, docErr = parseBody(r.Body)
-				parsed = true
+			if !scanned {
+				bodyErr = checkBody(r.Body)
+				scanned = true
 			}
-			why = docErr
+			why = bodyErr
 			if why.kind == passed {
-				why = c.testJSON(doc)
+				why = c.testJSON(r.Body)
 			}
 		}
 		cs.out = append(cs.out, checkVerdict{c: c, why: why})
@@ -171,71 +167,62 @@ func (c *responseCheck) bounds(x float64, text string) failure {
 	return failure{}
 }
 
-// parseBody reads body as one JSON document, its numbers kept as written.
-func parseBody(body []byte) (any, failure) {
+// checkBody checks that body is whole (not cut at the limit) and one JSON
+// document.
+func checkBody(body []byte) failure {
 	if len(body) > scenario.CheckBodyLimit {
-		return nil, failure{kind: bodyCut}
+		return failure{kind: bodyCut}
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, failure{kind: notJSON, got: jsonErrText(err)}
+	if err := jsonValid(body); err != nil {
+		return failure{kind: notJSON, got: err.Error()}
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, failure{kind: notJSON, got: "data after the document"}
-	}
-	return doc, failure{}
+	return failure{}
 }
 
-// jsonErrText is a decode error's text, short.
-func jsonErrText(err error) string {
-	if errors.Is(err, io.EOF) {
-		return "empty body"
+// testJSON finds the field at c's path in body (a JSON document) and
+// tests it. Only a failure, or a string with escapes, allocates.
+func (c *responseCheck) testJSON(body []byte) failure {
+	v, ok := jsonLookup(body, c.path)
+	if !ok {
+		return failure{kind: noField}
 	}
-	return err.Error()
-}
-
-// testJSON follows the path into doc and tests the value found.
-func (c *responseCheck) testJSON(doc any) failure {
-	v := doc
-	for _, key := range c.path {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return failure{kind: noField}
-		}
-		if v, ok = obj[key]; !ok {
-			return failure{kind: noField}
-		}
-	}
-	var text string
-	switch x := v.(type) {
-	case string:
-		text = x
-	case json.Number:
-		text = string(x)
-	case bool:
-		text = strconv.FormatBool(x)
-	case nil:
-		text = "null"
-	default:
+	switch v[0] {
+	case '{', '[':
 		return failure{kind: notScalar}
-	}
-	if c.hasEquals {
-		if text != c.equals {
-			return failure{kind: unequal, got: text}
+	case '"':
+		raw := v[1 : len(v)-1]
+		if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+			raw = []byte(jsonString(v))
+		}
+		if !c.hasEquals {
+			return failure{kind: jsonNotNumber, got: string(raw)}
+		}
+		if string(raw) != c.equals {
+			return failure{kind: unequal, got: string(raw)}
 		}
 		return failure{}
 	}
-	n, ok := v.(json.Number)
-	if !ok {
-		return failure{kind: jsonNotNumber, got: text}
+	// A number, true, false or null: its text is its bytes.
+	if c.hasEquals {
+		if string(v) != c.equals {
+			return failure{kind: unequal, got: string(v)}
+		}
+		return failure{}
 	}
-	x, err := n.Float64()
-	if err != nil {
-		return failure{kind: jsonNotNumber, got: text}
+	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return failure{kind: jsonNotNumber, got: string(v)}
 	}
-	return c.bounds(x, text)
+	x, err := strconv.ParseFloat(string(v), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return failure{kind: jsonNotNumber, got: string(v)}
+	}
+	switch {
+	case x < c.min:
+		return failure{kind: belowMin, got: string(v)}
+	case x > c.max:
+		return failure{kind: aboveMax, got: string(v)}
+	}
+	return failure{}
 }
 
 // what names what c reads, for reasons: the header, or "field a.b".
