@@ -78,8 +78,10 @@ func newCheckSet(st scenario.Stream) *checkSet {
 	}
 	cs := &checkSet{checks: make([]responseCheck, len(st.Checks)), out: make([]checkVerdict, 0, len(st.Checks))}
 	for i, c := range st.Checks {
-		rc := responseCheck{name: c.Name, status: slices.Clone(c.Status), path: c.Path(), jsonPath: c.JSON,
-			min: math.Inf(-1), max: math.Inf(1)}
+		rc := responseCheck{name: c.Name, path: c.Path(), jsonPath: c.JSON, min: math.Inf(-1), max: math.Inf(1)}
+		if len(c.Status) > 0 {
+			rc.status = slices.Clone(c.Status)
+		}
 		if c.Header != "" {
 			rc.header = http.CanonicalHeaderKey(c.Header)
 		}

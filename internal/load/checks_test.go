@@ -201,3 +201,27 @@ func TestChecksThroughBothTransports(t *testing.T) {
 		})
 	}
 }
+
+// TestChecksSkipServiceAnswers: the checks count the service's answers,
+// not those drill's local Service gave itself (no ready endpoint), and an
+// empty status list means every status.
+func TestChecksSkipServiceAnswers(t *testing.T) {
+	st := scenario.Stream{Name: "tax", Targets: []scenario.Target{{URL: "http://127.0.0.1:1/"}}, Rate: rate(10, time.Second), Duration: dur(time.Second),
+		Checks: []scenario.Check{{Name: "ra", Status: []int{}, Header: "Retry-After", Equals: strp("5")}}}
+	e, err := New(event.NewClock(), []scenario.Stream{st}, Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.streams[0]
+	now := time.Now()
+	s.record(&vegeta.Result{Seq: 0, Code: 503, Headers: hdr(measure.ServiceAnswerHeader, "no-endpoints"), Timestamp: now})
+	s.record(&vegeta.Result{Seq: 1, Code: 503, Headers: hdr("Retry-After", "5"), Timestamp: now})
+	s.record(&vegeta.Result{Seq: 2, Code: 200, Headers: hdr(), Timestamp: now})
+	var got measure.CheckCount
+	for _, b := range s.rec.snapshot(0, 1) {
+		got = b.Checks["ra"]
+	}
+	if got.Applied != 2 || got.Failed != 1 || len(got.Examples) != 1 || got.Examples[0].Reason != "no header Retry-After" || got.Examples[0].Status != 200 {
+		t.Fatalf("check = %+v, want 2 applied (the service's answers), 1 failed (the 200)", got)
+	}
+}

@@ -760,7 +760,9 @@ func (s *stream) record(r *vegeta.Result) {
 		// lookup by the canonical key, no allocation.
 		_, o.byService = r.Headers[measure.ServiceAnswerHeader]
 	}
-	if s.checks != nil {
+	if s.checks != nil && !o.byService {
+		// The local Service's own answers are not the service's: its
+		// claims are not checked on them (as they are not its shedding).
 		o.checks = s.checks.eval(r)
 	}
 	if o.late {

@@ -13,13 +13,16 @@ import (
 // second, the responses it applied to and those that failed it
 // (measure.Bucket.Checks); a check assertion judges the share that
 // failed. A response that got no status (a transport error) is never
-// checked.
+// checked, nor one drill's local Service gave itself instead of a replica
+// (measure.ServiceAnswerHeader: no ready endpoint, backend error): it is
+// not the service's answer.
 type Check struct {
 	// Name is required and unique within the stream (letters, digits, '-'
 	// and '_'); check assertions refer to it.
 	Name string `yaml:"name" json:"name"`
 	// Status lists the HTTP status codes (100-599) of the responses the
-	// check applies to; default: every response that has a status.
+	// check applies to; default (unset or empty): every response that has
+	// a status.
 	Status []int `yaml:"status,omitempty" json:"status,omitempty"`
 	// Header names the response header whose (first) value is checked.
 	// Exactly one of Header and JSON. A response without the header fails.
