@@ -2,15 +2,16 @@ package load
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -36,8 +37,9 @@ type responseCheck struct {
 // stream's results (runStream's loop), and the recorder reads the
 // verdicts before the next call.
 type checkSet struct {
-	checks []responseCheck
-	out    []checkVerdict
+	checks  []responseCheck
+	anyJSON bool
+	out     []checkVerdict
 }
 
 // checkVerdict is one check's verdict on one response; why is set when
@@ -94,6 +96,7 @@ func newCheckSet(st scenario.Stream) *checkSet {
 		if c.Max != nil {
 			rc.max = *c.Max
 		}
+		cs.anyJSON = cs.anyJSON || rc.path != nil
 		cs.checks[i] = rc
 	}
 	return cs
@@ -105,16 +108,17 @@ func (c *responseCheck) appliesTo(code int) bool {
 }
 
 // eval returns the verdicts of the checks that apply to r (nil for a
-// result without a status). The body is checked to be JSON once, and
-// only when a json check applies.
+// result without a status). The body is parsed once, and only when a json
+// check applies.
 func (cs *checkSet) eval(r *vegeta.Result) []checkVerdict {
 	code := int(r.Code)
 	if code == 0 {
 		return nil
 	}
 	cs.out = cs.out[:0]
-	var bodyErr failure
-	scanned := false
+	var doc any
+	var docErr failure
+	parsed := false
 	for i := range cs.checks {
 		c := &cs.checks[i]
 		if !c.appliesTo(code) {
@@ -124,13 +128,13 @@ func (cs *checkSet) eval(r *vegeta.Result) []checkVerdict {
 		if c.header != "" {
 			why = c.testHeader(r.Headers)
 		} else {
-			if !scanned {
-				bodyErr = checkBody(r.Body)
-				scanned = true
+			if !parsed {
+				doc, docErr = parseBody(r.Body)
+				parsed = true
 			}
-			why = bodyErr
+			why = docErr
 			if why.kind == passed {
-				why = c.testJSON(r.Body)
+				why = c.testJSON(doc)
 			}
 		}
 		cs.out = append(cs.out, checkVerdict{c: c, why: why})
@@ -169,62 +173,71 @@ func (c *responseCheck) bounds(x float64, text string) failure {
 	return failure{}
 }
 
-// checkBody checks that body is whole (not cut at the limit) and one JSON
-// document.
-func checkBody(body []byte) failure {
+// parseBody reads body as one JSON document, its numbers kept as written.
+func parseBody(body []byte) (any, failure) {
 	if len(body) > scenario.CheckBodyLimit {
-		return failure{kind: bodyCut}
+		return nil, failure{kind: bodyCut}
 	}
-	if err := jsonValid(body); err != nil {
-		return failure{kind: notJSON, got: err.Error()}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, failure{kind: notJSON, got: jsonErrText(err)}
 	}
-	return failure{}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, failure{kind: notJSON, got: "data after the document"}
+	}
+	return doc, failure{}
 }
 
-// testJSON finds the field at c's path in body (a JSON document) and
-// tests it. Only a failure, or a string with escapes, allocates.
-func (c *responseCheck) testJSON(body []byte) failure {
-	v, ok := jsonLookup(body, c.path)
-	if !ok {
-		return failure{kind: noField}
+// jsonErrText is a decode error's text, short.
+func jsonErrText(err error) string {
+	if errors.Is(err, io.EOF) {
+		return "empty body"
 	}
-	switch v[0] {
-	case '{', '[':
+	return err.Error()
+}
+
+// testJSON follows the path into doc and tests the value found.
+func (c *responseCheck) testJSON(doc any) failure {
+	v := doc
+	for _, key := range c.path {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return failure{kind: noField}
+		}
+		if v, ok = obj[key]; !ok {
+			return failure{kind: noField}
+		}
+	}
+	var text string
+	switch x := v.(type) {
+	case string:
+		text = x
+	case json.Number:
+		text = string(x)
+	case bool:
+		text = strconv.FormatBool(x)
+	case nil:
+		text = "null"
+	default:
 		return failure{kind: notScalar}
-	case '"':
-		raw := v[1 : len(v)-1]
-		if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-			raw = []byte(jsonString(v))
-		}
-		if !c.hasEquals {
-			return failure{kind: jsonNotNumber, got: string(raw)}
-		}
-		if string(raw) != c.equals {
-			return failure{kind: unequal, got: string(raw)}
-		}
-		return failure{}
 	}
-	// A number, true, false or null: its text is its bytes.
 	if c.hasEquals {
-		if string(v) != c.equals {
-			return failure{kind: unequal, got: string(v)}
+		if text != c.equals {
+			return failure{kind: unequal, got: text}
 		}
 		return failure{}
 	}
-	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
-		return failure{kind: jsonNotNumber, got: string(v)}
+	n, ok := v.(json.Number)
+	if !ok {
+		return failure{kind: jsonNotNumber, got: text}
 	}
-	x, err := strconv.ParseFloat(string(v), 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return failure{kind: jsonNotNumber, got: string(v)}
+	x, err := n.Float64()
+	if err != nil {
+		return failure{kind: jsonNotNumber, got: text}
 	}
-	switch {
-	case x < c.min:
-		return failure{kind: belowMin, got: string(v)}
-	case x > c.max:
-		return failure{kind: aboveMax, got: string(v)}
-	}
-	return failure{}
+	return c.bounds(x, text)
 }
 
 // what names what c reads, for reasons: the header, or "field a.b".
