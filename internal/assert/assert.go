@@ -117,6 +117,7 @@ func registry() map[scenario.AssertionType]judgeFunc {
 		scenario.AssertFlaps:           judgeFlaps,
 		scenario.AssertMetric:          judgeMetric,
 		scenario.AssertIsolation:       judgeIsolation,
+		scenario.AssertCheck:           judgeCheck,
 		scenario.AssertReady:           judgeReady,
 		scenario.AssertUnroutable:      judgeUnroutable,
 		scenario.AssertDetection:       judgeDetection,

@@ -404,7 +404,7 @@ func TestJudgeErrors(t *testing.T) {
 		{Type: "latnecy", Stream: "orders"},
 		{Type: scenario.AssertLatency, Stream: "orders", Window: "fault:typo", MaxLatency: dur(ms1)},
 	}, nil, nil)
-	if res[0].Verdict != Error || !strings.Contains(res[0].Message, `unknown assertion type "latnecy"; available: detection, endpoint-removal, error-rate, flaps`) {
+	if res[0].Verdict != Error || !strings.Contains(res[0].Message, `unknown assertion type "latnecy"; available: check, detection, endpoint-removal, error-rate, flaps`) {
 		t.Errorf("unknown type: %+v", res[0])
 	}
 	if res[0].Name != "latnecy-run" {

@@ -141,3 +141,28 @@ func TestProvisionalJudgesAsTheKindSpecSays(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveCheck: a check assertion is judged on the closed seconds so
+// far, their check tallies merged.
+func TestLiveCheck(t *testing.T) {
+	p := &plan.Plan{Duration: 20 * time.Second, Warmup: time.Second, Windows: []plan.Window{{Name: "run", Start: time.Second, End: 20 * time.Second}}}
+	sc := &scenario.Scenario{Assertions: []scenario.Assertion{{Name: "ra", Type: scenario.AssertCheck, Stream: "tax", Check: "retry-after-5", Window: "run"}}}
+	lw := newWindows(sc, p)
+	for at := 1; at < 4; at++ {
+		b := measure.NewBucket(time.Duration(at)*time.Second, time.Second)
+		b.Requests, b.Intended = 10, 10
+		b.Codes[503] = 10
+		c := measure.CheckCount{Applied: 10}
+		if at == 3 {
+			c.Failed = 1
+			c.AddExample(measure.CheckFailure{At: 3 * time.Second, Status: 503, Reason: `Retry-After "7" != "5"`})
+		}
+		b.Checks = map[string]measure.CheckCount{"retry-after-5": c}
+		lw.Add("tax", b)
+	}
+	o := Provisional{Verdict: "pending"}
+	lw.judge(p, sc.Assertions[0], "run", &o)
+	if o.Verdict != "fail" || !strings.Contains(o.Message, "1 of 30 responses failed") {
+		t.Errorf("check on seconds 1-3: %+v; want fail, 1 of 30", o)
+	}
+}

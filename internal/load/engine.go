@@ -82,7 +82,11 @@ type Options struct {
 	// WorkerCap caps the default MaxWorkers of a stream; default DefaultWorkerCap.
 	WorkerCap int
 	// MaxBody is how many response body bytes vegeta keeps per result
-	// (they are discarded at once; BytesIn still counts every byte); default 0.
+	// (they are discarded at once; BytesIn still counts every byte);
+	// default 0. A stream with a json check keeps at least
+	// scenario.CheckBodyLimit+1 bytes (64 KiB and one byte: one more than
+	// the limit tells a body cut at it), whatever MaxBody says; the others
+	// keep MaxBody.
 	MaxBody int64
 	// Grace: see DefaultGrace.
 	Grace time.Duration
@@ -223,6 +227,11 @@ type stream struct {
 	base       *http.Transport // https, and streams with maxConnections
 	lean       *h1Transport    // http:// targets; nil for streams with maxConnections
 	client     *http.Client
+	// checks are the stream's response checks; nil when it has none.
+	checks *checkSet
+	// maxBody is how many body bytes vegeta keeps per result (bytes; see
+	// Options.MaxBody).
+	maxBody int64
 
 	state    atomic.Int32
 	anchor   atomic.Int64 // clock offset (ns) the schedule counts from
@@ -352,6 +361,11 @@ func (e *Engine) prepare(st scenario.Stream) (*stream, error) {
 		s.maxWorkers = uint64(min(n, e.opts.WorkerCap))
 	}
 	s.idPrefix = e.opts.RunID + "-" + st.Name + "-"
+	s.checks = newCheckSet(st)
+	s.maxBody = e.opts.MaxBody
+	if st.HasJSONCheck() {
+		s.maxBody = max(s.maxBody, scenario.CheckBodyLimit+1)
+	}
 	s.rec = newRecorder(e.opts.BucketWidth, s.start)
 
 	keepAlive := st.KeepAlive == nil || *st.KeepAlive
@@ -580,7 +594,7 @@ func (e *Engine) runStream(ctx context.Context, s *stream) {
 		vegeta.Client(s.client),
 		vegeta.Workers(min(s.maxWorkers, 10)),
 		vegeta.MaxWorkers(s.maxWorkers),
-		vegeta.MaxBody(e.opts.MaxBody),
+		vegeta.MaxBody(s.maxBody),
 	)
 	tr := vegeta.NewStaticTargeter(s.targets...)
 	now := e.clock.Now()
@@ -745,6 +759,11 @@ func (s *stream) record(r *vegeta.Result) {
 		// marker header), whichever process sent the request; a map
 		// lookup by the canonical key, no allocation.
 		_, o.byService = r.Headers[measure.ServiceAnswerHeader]
+	}
+	if s.checks != nil && !o.byService {
+		// The local Service's own answers are not the service's: its
+		// claims are not checked on them (as they are not its shedding).
+		o.checks = s.checks.eval(r)
 	}
 	if o.late {
 		if s.lateN.Add(1) == LateHookAfter && s.onLate != nil {

@@ -119,6 +119,10 @@ type outcome struct {
 	// byService: drill's local Service gave the response itself
 	// (measure.ServiceAnswerHeader), not a replica.
 	byService bool
+	// checks are the verdicts of the stream's response checks that
+	// applied to the response; nil for a stream without checks. Lent for
+	// the record call only.
+	checks []checkVerdict
 }
 
 func (r *recorder) record(o outcome) {
@@ -148,6 +152,9 @@ func (r *recorder) record(o outcome) {
 			if o.retryAfter {
 				b.ShedRetryAfter++
 			}
+		}
+		if len(o.checks) > 0 {
+			recordChecks(b, o.checks, o.intended, o.code)
 		}
 	}
 	r.mu.Unlock()

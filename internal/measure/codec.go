@@ -30,6 +30,9 @@ type bucketJSON struct {
 	ServiceAnswersCounted bool `json:"serviceAnswersCounted,omitempty"`
 	// Success is absent in records made before it was kept.
 	Success string `json:"success,omitempty"`
+	// Checks is absent when the stream has no response checks (and in
+	// records made before drill had them).
+	Checks map[string]CheckCount `json:"checks,omitempty"`
 }
 
 // MarshalJSON writes b compactly (see bucketJSON).
@@ -39,6 +42,7 @@ func (b *Bucket) MarshalJSON() ([]byte, error) {
 		Codes: b.Codes, Errors: b.Errors, BytesIn: b.BytesIn, BytesOut: b.BytesOut,
 		Late: b.Late, ShedRetryAfter: b.ShedRetryAfter, Retries: b.Retries,
 		ServiceAnswers: b.ServiceAnswers, ServiceAnswersCounted: b.ServiceAnswersCounted,
+		Checks: b.Checks,
 	}
 	var err error
 	if j.Latency, err = b.Latency.Encode(); err != nil {
@@ -69,6 +73,7 @@ func (b *Bucket) UnmarshalJSON(data []byte) error {
 		Codes: j.Codes, Errors: j.Errors, BytesIn: j.BytesIn, BytesOut: j.BytesOut,
 		Late: j.Late, ShedRetryAfter: j.ShedRetryAfter, Retries: j.Retries,
 		ServiceAnswers: j.ServiceAnswers, ServiceAnswersCounted: j.ServiceAnswersCounted,
+		Checks: j.Checks,
 	}
 	if b.Codes == nil {
 		b.Codes = map[int]int64{}

@@ -149,6 +149,11 @@ type Bucket struct {
 	// equals OK in every bucket drill records; a record made before it was
 	// kept has it empty ([Bucket.SuccessRecorded]).
 	Success *Hist
+	// Checks tallies the stream's response checks (streams[].checks), by
+	// check name: the responses each applied to, how many failed it, and
+	// its first failures. Nil when the stream has no checks (and in
+	// records made before drill had them).
+	Checks map[string]CheckCount
 }
 
 // SuccessRecorded reports whether b's [Bucket.Success] holds the latency
@@ -247,6 +252,7 @@ func (b *Bucket) mergeCounts(o *Bucket) {
 	b.Late += o.Late
 	b.ShedRetryAfter += o.ShedRetryAfter
 	b.Retries += o.Retries
+	b.mergeChecks(o)
 }
 
 // mergeHist adds src into *dst, allocating *dst when it is nil.

@@ -81,6 +81,7 @@ func (b *Bucket) Clone() *Bucket {
 			c.ServiceAnswers[k] = v
 		}
 	}
+	c.Checks = cloneChecks(b.Checks)
 	if b.Latency != nil {
 		c.Latency = b.Latency.Clone()
 	}
@@ -100,8 +101,8 @@ func (b *Bucket) Clone() *Bucket {
 // to [start, start+width).
 func (b *Bucket) Reset(start, width time.Duration) {
 	lat, lag, shed, ok := b.Latency, b.Lag, b.Shed, b.Success
-	codes, errs, svc := b.Codes, b.Errors, b.ServiceAnswers
-	*b = Bucket{Start: start, Width: width, Latency: lat, Lag: lag, Shed: shed, Success: ok, Codes: codes, Errors: errs, ServiceAnswers: svc}
+	codes, errs, svc, checks := b.Codes, b.Errors, b.ServiceAnswers, b.Checks
+	*b = Bucket{Start: start, Width: width, Latency: lat, Lag: lag, Shed: shed, Success: ok, Codes: codes, Errors: errs, ServiceAnswers: svc, Checks: checks}
 	for _, h := range []**Hist{&b.Latency, &b.Lag, &b.Shed, &b.Success} {
 		if *h == nil {
 			*h = NewHist()
@@ -118,4 +119,5 @@ func (b *Bucket) Reset(start, width time.Duration) {
 	}
 	clear(b.Errors)
 	clear(b.ServiceAnswers)
+	clear(b.Checks)
 }

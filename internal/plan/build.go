@@ -121,6 +121,13 @@ func describeStream(st scenario.Stream) string {
 	if st.Retry != nil && st.Retry.Policy != scenario.RetryNone {
 		out += fmt.Sprintf(", retry %s x%d", st.Retry.Policy, st.Retry.MaxAttempts)
 	}
+	if len(st.Checks) > 0 {
+		names := make([]string, len(st.Checks))
+		for i, c := range st.Checks {
+			names[i] = c.Name
+		}
+		out += ", checks " + strings.Join(names, ", ")
+	}
 	return out
 }
 

@@ -183,3 +183,14 @@ func TestRolloutBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeStreamNamesChecks: the stream-start line names the stream's
+// response checks.
+func TestDescribeStreamNamesChecks(t *testing.T) {
+	five := "5"
+	st := scenario.Stream{Targets: []scenario.Target{{Method: "GET", URL: "http://tax/"}}, Rate: &scenario.Rate{Freq: 150, Per: time.Second},
+		Checks: []scenario.Check{{Name: "retry-after-5", Header: "Retry-After", Equals: &five}, {Name: "problem-code", JSON: "code", Equals: &five}}}
+	if got, want := describeStream(st), "GET http://tax/ at 150/s, checks retry-after-5, problem-code"; got != want {
+		t.Errorf("describeStream = %q, want %q", got, want)
+	}
+}

@@ -8,6 +8,7 @@ const (
 	AssertThroughput AssertionType = "throughput" // Stream, MinRatio (achieved/intended)
 	AssertShed       AssertionType = "shed"       // Stream, MaxLatency, Percentile (default p99), RetryAfter
 	AssertIsolation  AssertionType = "isolation"  // Stream, MaxP99Ratio, MaxErrorRateDelta
+	AssertCheck      AssertionType = "check"      // Stream, Check, MaxRate (default 0)
 )
 
 var latencyAssertionSpec = AssertionSpec{
@@ -102,6 +103,49 @@ var isolationSpec = AssertionSpec{
 		}
 		if c.a.Window == WindowBaseline {
 			c.errorf("window", "an isolation assertion compares a window with the baseline; pick another window")
+		}
+	},
+}
+
+var checkAssertionSpec = AssertionSpec{
+	Type:   AssertCheck,
+	Live:   LiveOnSeconds,
+	Fields: []AssertionField{{Key: "stream", Required: true}, {Key: "check", Required: true}, {Key: "maxRate"}},
+	Doc: "Judges one of the stream's response checks (streams[].checks) over the window: " +
+		"passes when the check applied to at least one response there and at most maxRate " +
+		"(0..1, default 0: none) of those responses failed it. A window in which the check " +
+		"applied to no response fails: the assertion claims something about responses that " +
+		"never came. The evidence lists the window's first failures (intended send time, " +
+		"status, reason).",
+	Example: `- type: check
+  stream: tax
+  check: retry-after-5
+  maxRate: 0
+  window: fault:tax-brownout`,
+	Defaults: func(_ *Scenario, a *Assertion) {
+		if a.MaxRate == nil {
+			r := 0.0
+			a.MaxRate = &r
+		}
+	},
+	check: func(c *assertionCheck) {
+		if c.a.Check == "" || c.a.Stream == "" {
+			return
+		}
+		for i := range c.v.s.Streams {
+			st := &c.v.s.Streams[i]
+			if st.Name != c.a.Stream {
+				continue
+			}
+			if _, ok := st.CheckNamed(c.a.Check); !ok {
+				var names []string
+				for _, ck := range st.Checks {
+					if !oneOf(ck.Name, names) {
+						names = append(names, ck.Name)
+					}
+				}
+				c.errorf("check", "stream %q has no check named %q%s", c.a.Stream, c.a.Check, knownNames(names))
+			}
 		}
 	},
 }

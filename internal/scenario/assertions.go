@@ -25,7 +25,7 @@ type Assertion struct {
 	// Service names a service (restarts, endpoint-removal, flaps, ready).
 	Service string `yaml:"service,omitempty" json:"service,omitempty"`
 	// Stream names a stream (latency, error-rate, throughput, shed,
-	// isolation, and recovery on a stream).
+	// isolation, check, and recovery on a stream).
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
 
 	// Max is a count bound (restarts, flaps).
@@ -48,8 +48,13 @@ type Assertion struct {
 	StatusClass string `yaml:"statusClass,omitempty" json:"statusClass,omitempty"`
 	// Status narrows shed to one status code (e.g. 503); default 503 and 429.
 	Status []int `yaml:"status,omitempty" json:"status,omitempty"`
-	// MaxRate is a ratio bound 0..1 (error-rate).
+	// MaxRate is a ratio bound 0..1: the share of completed requests in
+	// the status class (error-rate); the share of the responses a check
+	// applied to that failed it (check; default 0).
 	MaxRate *float64 `yaml:"maxRate,omitempty" json:"maxRate,omitempty"`
+	// Check names one of the stream's response checks (streams[].checks)
+	// (check).
+	Check string `yaml:"check,omitempty" json:"check,omitempty"`
 	// MinRatio is achieved/intended 0..1 (throughput); default 0.995.
 	MinRatio *float64 `yaml:"minRatio,omitempty" json:"minRatio,omitempty"`
 	// RetryAfter requires every shed response to carry Retry-After (shed).

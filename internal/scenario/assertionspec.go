@@ -95,6 +95,7 @@ var assertionSpecs = []*AssertionSpec{
 	&throughputSpec,
 	&shedSpec,
 	&isolationSpec,
+	&checkAssertionSpec,
 	&metricSpec,
 	&recoverySpec,
 }

@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite golden files, zz_docs.go and th
 // section's file and the unit types.
 var typeFiles = []string{
 	"scenario.go", "environment.go", "compose.go", "load_workers.go", "timeline.go",
-	"dependencies.go", "services.go", "setup.go", "streams.go", "faults.go",
+	"dependencies.go", "services.go", "setup.go", "streams.go", "checks.go", "faults.go",
 	"observers.go", "stopconditions.go", "assertions.go", "expect.go", "redact.go", "compare.go",
 	"units.go",
 }

@@ -45,6 +45,11 @@ streams:
     targets:
       - url: ${services.order-gateway.url}/tax
     rate: 10/s
+    checks:
+      - name: retry-after-5
+        status: [503, 429]
+        header: Retry-After
+        equals: "5"
   - name: card-auth
     targets:
       - url: ${services.order-gateway.url}/auth

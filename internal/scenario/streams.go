@@ -59,6 +59,11 @@ type Stream struct {
 	// stream (its targets and its targetsFile's); a target may then not set
 	// an Authorization header.
 	BasicAuth *BasicAuth `yaml:"basicAuth,omitempty" json:"basicAuth,omitempty"`
+	// Checks are claims about each response's header values or JSON body
+	// fields, evaluated by the load generator (see [Check]); a check
+	// assertion judges them. Default none: the generator then reads no
+	// header beyond those it always reads and keeps no body.
+	Checks []Check `yaml:"checks,omitempty" json:"checks,omitempty"`
 }
 
 // BasicAuth sets the Authorization header of every request of a stream to
@@ -190,6 +195,7 @@ func (v *validator) streams() {
 		v.streamSpan(p, st)
 		v.streamClient(p, st)
 		v.streamBudgets(p, st)
+		v.streamChecks(p, st)
 	}
 }
 
