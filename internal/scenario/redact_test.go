@@ -48,6 +48,9 @@ streams:
         headers: {Cookie: "sid=` + canary + `", X-Auth-Token: ` + canary + `, X-Tenant: ` + canary + `, Accept: text/plain, X-Tenant-Seal: ` + canary + `, X-Region: eu-west}
       - url: https://` + canary + `@127.0.0.1:1/y
         body: '{"password":"` + canary + `"}'
+observers:
+  postgres:
+    - {name: pg, dsn: "postgres://app:` + canary + `@127.0.0.1:1/db?sslmode=disable"}
 assertions:
   - {type: error-rate, stream: s, maxRate: 0.1}
 `
