@@ -82,6 +82,10 @@ const (
 	// platform fault (pod-kill, rollout) deleted, from its deletion to its
 	// leaving the Service.
 	KindPodFailures Kind = "pod-failures"
+	// KindKeptRouting: behind the real Traefik, a container Docker
+	// reported unready that Traefik kept routing (not an unroutable
+	// interval: requests still reached it).
+	KindKeptRouting Kind = "kept-routing"
 )
 
 // Severity rules: the Rule a finding carries names the one that set its

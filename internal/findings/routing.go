@@ -327,7 +327,7 @@ func (c *ctx) unhealthyRouted(service string) []Finding {
 		if to-from < unhealthyRoutedMin {
 			return
 		}
-		fd := Finding{Kind: KindUnroutable, Severity: Warning, Rule: RuleTraefikKeptRouting, Service: service, Pod: pod, Start: from, End: to,
+		fd := Finding{Kind: KindKeptRouting, Severity: Warning, Rule: RuleTraefikKeptRouting, Service: service, Pod: pod, Start: from, End: to,
 			Figures: []Figure{secFigure("length", to-from), secFigure("start", from), secFigure("end", to)}}
 		fd.Text = fmt.Sprintf("Docker reported %s %s for %s (%s-%s s) but Traefik kept routing %s: its access log shows no request it answered itself then",
 			pod, reason[pod], seconds(to-from), at(from), trimT(at(to)), service)
