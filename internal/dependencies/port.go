@@ -2,19 +2,19 @@ package dependencies
 
 import (
 	"fmt"
-	"net"
+
+	"github.com/drillhq/drill/internal/netport"
 )
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1: the port of a
-// listener it opens and closes again, so another process may take it
-// before the caller listens on it. A throwaway PostgreSQL gets its port
-// from it, and so do the end-to-end tests' own servers. Errors: no
-// listener could be opened.
+// FreePort returns a free TCP port on 127.0.0.1 outside the kernel's
+// ephemeral range (internal/netport), so no outgoing connection takes it
+// before the caller's process listens on it; another program naming the
+// same port still could. A throwaway PostgreSQL gets its port from it,
+// and so do the end-to-end tests' own servers. Errors: no free port.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := netport.Free(1)
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }

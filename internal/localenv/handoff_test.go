@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/netport"
 	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
 )
@@ -91,7 +92,7 @@ func TestPortHandoff(t *testing.T) {
 // deadline.
 func TestWrongPortSaidAtStart(t *testing.T) {
 	t.Parallel()
-	other, err := freePorts(1)
+	other, err := netport.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}

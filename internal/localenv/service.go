@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/netport"
 	"github.com/drillhq/drill/internal/placement"
 	"github.com/drillhq/drill/internal/redact"
 	"github.com/drillhq/drill/internal/scenario"
@@ -75,6 +76,10 @@ type ServiceSpec struct {
 	// (drill-<run>/<service>/<pod>: a lower CPU weight than drill's and
 	// the service's CPU limit), or at a nice value; nil: where drill runs.
 	Placement *placement.Placement
+	// Ports hands each pod its port, outside the kernel's ephemeral
+	// range and never one it handed out before (internal/netport); share
+	// one among the run's Services. nil: a Picker of the Service's own.
+	Ports *netport.Picker
 	// Listener, when set, starts the Service's listener elsewhere (a
 	// stand-in process of its own, internal/standin) on Listen with
 	// Balancing; the Service then routes drill's own load with a
@@ -167,6 +172,9 @@ func Start(ctx context.Context, clock *event.Clock, sink event.Sink, spec Servic
 			_ = s.Stop(sctx)
 		}
 	}()
+	if s.spec.Ports == nil {
+		s.spec.Ports = netport.NewPicker()
+	}
 	if s.spec.LogDir == "" {
 		d, err := os.MkdirTemp("", "drill-"+spec.Name+"-")
 		if err != nil {
@@ -287,26 +295,6 @@ func PortValue(format string, port int) string {
 	return p
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 // pod is one replica of the Service in its slot: slot i is the place of
 // replica i of the declared count (its $REPLICA_INDEX and its place in the
 // round-robin); gen counts the pods that took the slot, 0 for the first.
@@ -332,7 +320,7 @@ func PodName(service string, slot, gen int) string {
 func (s *Service) startPod(slot, gen int) (*pod, error) {
 	spec := s.spec
 	name := PodName(spec.Name, slot, gen)
-	ports, err := freePorts(1)
+	ports, err := spec.Ports.Free(1)
 	if err != nil {
 		return nil, fmt.Errorf("find a port for pod %s: %w", name, err)
 	}

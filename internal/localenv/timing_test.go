@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/netport"
 	"github.com/drillhq/drill/internal/scenario"
 	"github.com/drillhq/drill/internal/testutil/testproc"
 )
@@ -143,7 +144,7 @@ func checkSeq(t *testing.T, what string, got, want []string) {
 // on a free port.
 func testServerReplica(t *testing.T, probes scenario.Probes, env ...string) ReplicaConfig {
 	t.Helper()
-	ports, err := freePorts(1)
+	ports, err := netport.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,7 @@ import (
 
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/localenv"
+	"github.com/drillhq/drill/internal/netport"
 )
 
 // Defaults of [Config].
@@ -145,11 +146,14 @@ type Config struct {
 
 // Agent is a running node agent; see the package documentation.
 type Agent struct {
-	cfg    Config
-	log    *slog.Logger
-	cs     kubernetes.Interface
-	clock  *event.Clock
-	ips    *ipPool
+	cfg   Config
+	log   *slog.Logger
+	cs    kubernetes.Interface
+	clock *event.Clock
+	ips   *ipPool
+	// ports hands each pod its loopback port, never the same twice
+	// while the agent runs (internal/netport).
+	ports  *netport.Picker
 	routes []*route
 	refs   refGetter
 	// kubelet serves the kubelet API (containerLogs).
@@ -204,6 +208,7 @@ func New(cfg Config) (*Agent, error) {
 		cs:    cfg.Client,
 		clock: event.NewClock(),
 		ips:   newIPPool(),
+		ports: netport.NewPicker(),
 		pods:  map[string]*podRun{},
 		byIP:  map[string]*podRun{},
 		refs: apiRefs{

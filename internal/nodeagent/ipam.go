@@ -3,9 +3,10 @@ package nodeagent
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
+
+	"github.com/drillhq/drill/internal/netport"
 )
 
 // DefaultNodeIP is the node's InternalIP and every pod's hostIP: the first
@@ -63,13 +64,13 @@ func (p *ipPool) release(addr string) {
 	p.mu.Unlock()
 }
 
-// freeLoopbackPort returns a TCP port on 127.0.0.1 that was free a moment
-// ago (the process binds it later, so another program could take it first).
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// freeLoopbackPort returns a TCP port on 127.0.0.1 from ports: free, outside
+// the kernel's ephemeral range and not handed out before (internal/netport),
+// so that nothing takes it before the pod binds it.
+func freeLoopbackPort(ports *netport.Picker) (int, error) {
+	got, err := ports.Free(1)
 	if err != nil {
 		return 0, fmt.Errorf("find a free loopback port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return got[0], nil
 }

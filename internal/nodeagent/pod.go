@@ -175,7 +175,7 @@ func (a *Agent) start(r *podRun, pod *corev1.Pod) {
 		fail("CreateContainerConfigError", err)
 		return
 	}
-	port, err := freeLoopbackPort()
+	port, err := freeLoopbackPort(a.ports)
 	if err != nil {
 		fail("CreateContainerError", err)
 		return

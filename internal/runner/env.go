@@ -449,6 +449,7 @@ func (r *run) startService(ctx context.Context, s scenario.Service) error {
 		// Other clients reach the replicas through a listener in a
 		// process of its own; drill's load is routed in this one.
 		Listener: r.serviceListener,
+		Ports:    r.ports,
 	}
 	if s.Port != nil {
 		spec.PortEnv, spec.PortFormat = s.Port.Env, s.Port.Format

@@ -20,6 +20,7 @@ import (
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/inject"
+	"github.com/drillhq/drill/internal/netport"
 	"github.com/drillhq/drill/internal/plan"
 	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/redact"
@@ -134,6 +135,9 @@ type run struct {
 	kube *kubeEnv
 	// cpu is where the CPU went while load ran; nil when not measured.
 	cpu *cpuuse.Usage
+	// ports hands every local replica its port: outside the ephemeral
+	// range, never the same twice in a run (internal/netport).
+	ports *netport.Picker
 }
 
 func newRun(opts Options) (*run, error) {
@@ -187,6 +191,7 @@ func newRun(opts Options) (*run, error) {
 		vars:     vars,
 		secrets:  secrets,
 		redactor: rd,
+		ports:    netport.NewPicker(),
 	}
 	r.stack = &inject.Stack{Log: r.log}
 	return r, nil

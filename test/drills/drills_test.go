@@ -178,8 +178,8 @@ func restartedByLivenessIn(t *testing.T, run *record.Run, fault string) {
 	liveness := 0
 	for _, ev := range res.Evidence {
 		if ev.At < pause.Start {
-			t.Errorf("no-restarts: %s restarted at %s, before the pause began at %s: %s",
-				ev.Pod, assert.FormatOffset(ev.At), assert.FormatOffset(pause.Start), ev.Detail)
+			t.Errorf("no-restarts: %s restarted at %s, before the pause began at %s: %s; its last log lines: %q",
+				ev.Pod, assert.FormatOffset(ev.At), assert.FormatOffset(pause.Start), ev.Detail, ev.Logs)
 		}
 		if strings.Contains(ev.Detail, "liveness probe") {
 			liveness++
