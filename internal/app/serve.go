@@ -207,7 +207,8 @@ func newServePaymentCoreCommand(g *Globals) *cobra.Command {
 		Long: `payment-core: POST /auth {"card" (or "id"), "amountCents"}, POST /fraud (same),
 POST /tax {"jurisdiction": "US-CA", "amountCents"}, each lane behind its own bulkhead and pool
 (correct) or one shared pool (naive). The tax lane POSTs to --tax-api-url and falls
-back to a certified cached rate table. /metrics has per-lane bulkhead metrics;
+back to a certified cached rate table; a saturated fraud lane defers scoring to an
+asynchronous queue and answers 202 (correct). /metrics has per-lane bulkhead metrics;
 health endpoints as order-gateway's correct build (no tax API in readiness).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -230,6 +231,8 @@ health endpoints as order-gateway's correct build (no tax API in readiness).`,
 	fs.IntVar(&cfg.MaxRetries, "max-retries", paymentcore.DefaultMaxRetries, "highest X-Retry-Attempt accepted before 429 ERR_RETRY_STORM_BLOCKED")
 	fs.IntVar(&cfg.AuthBatch, "auth-batch", paymentcore.DefaultAuthBatch, "most card authorizations per INSERT of the card_auth lane's group-commit writers (1: one INSERT per request)")
 	fs.IntVar(&cfg.AuthBatchWriters, "auth-batch-writers", paymentcore.DefaultAuthBatchWriters, "group-commit writers of the card_auth lane, each on a connection of the lane's pool (the naive build's shared pool)")
+	fs.IntVar(&cfg.FraudAsyncQueue, "fraud-async-queue", paymentcore.DefaultFraudAsyncQueue, "correct build: capacity of the asynchronous fraud evaluation queue a saturated fraud_eval lane defers to with 202 (-1: none, answer 503)")
+	fs.IntVar(&cfg.FraudAsyncWorkers, "fraud-async-workers", paymentcore.DefaultFraudAsyncWorkers, "correct build: background evaluators of the asynchronous fraud queue, on the fraud_eval lane's pool")
 	laneFlags(fs, "auth", &cfg.Auth, paymentcore.DefaultAuthLane, "card_auth")
 	laneFlags(fs, "fraud", &cfg.Fraud, paymentcore.DefaultFraudLane, "fraud_eval")
 	laneFlags(fs, "tax", &cfg.Tax, paymentcore.DefaultTaxLane, "tax_calc")

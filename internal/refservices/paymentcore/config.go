@@ -81,6 +81,15 @@ type Config struct {
 	// runs when AuthBatch > 1; default 2 (1 when the lane's pool has one
 	// connection), at most the lane's pool.
 	AuthBatchWriters int
+	// FraudAsyncQueue is the capacity, in requests, of the correct build's
+	// asynchronous fraud evaluation queue, to which a saturated fraud_eval
+	// lane defers scoring (MC-PO-01); default 10000; -1 means no queue: a
+	// saturated lane then answers 503. The naive build has none.
+	FraudAsyncQueue int
+	// FraudAsyncWorkers is how many background evaluators score the
+	// deferred requests, each on a connection of the fraud_eval lane's
+	// pool; default 2.
+	FraudAsyncWorkers int
 	// WatchdogInterval and WatchdogStall tune the liveness watchdog
 	// (defaults 100ms and 5s).
 	WatchdogInterval, WatchdogStall time.Duration
@@ -115,6 +124,12 @@ func (c *Config) SetDefaults() {
 	}
 	if c.AuthBatch == 0 {
 		c.AuthBatch = DefaultAuthBatch
+	}
+	if c.FraudAsyncQueue == 0 {
+		c.FraudAsyncQueue = DefaultFraudAsyncQueue
+	}
+	if c.FraudAsyncWorkers == 0 {
+		c.FraudAsyncWorkers = DefaultFraudAsyncWorkers
 	}
 	for _, l := range []struct {
 		lane *LaneConfig
@@ -172,6 +187,12 @@ func (c Config) Validate() error {
 	}
 	if c.AuthBatch < 1 {
 		errs = append(errs, fmt.Errorf("--auth-batch: must be >= 1, got %d", c.AuthBatch))
+	}
+	if c.FraudAsyncQueue < -1 {
+		errs = append(errs, fmt.Errorf("--fraud-async-queue: must be >= 1, or -1 for none, got %d", c.FraudAsyncQueue))
+	}
+	if c.FraudAsyncWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--fraud-async-workers: must be >= 1, got %d", c.FraudAsyncWorkers))
 	}
 	authPool, poolFlag := c.authLane().Pool, "--auth-pool"
 	if c.Build == refservices.BuildNaive {

@@ -11,7 +11,8 @@
 //     request's "id" names the card.
 //   - POST /fraud {"card": "tok_1", "amountCents": 1999}: lane fraud_eval;
 //     counts the card's authorisations of the last minute on the lane's
-//     pool; 200 {"score": 0..100, "decision": "allow"|"review"}.
+//     pool; 200 {"score": 0..100, "decision": "allow"|"review"}. A
+//     saturated lane defers the scoring (correct build, below): 202.
 //   - POST /tax   {"jurisdiction": "US-CA", "amountCents": 1999}: lane
 //     tax_calc; asks the tax API (TaxAPIURL, 10 s timeout) and answers 200
 //     with {"rate", "taxCents", "source": "tax-api"}; when the call fails
@@ -31,7 +32,11 @@
 //     bulkhead_queue_capacity, bulkhead_state{state} (1 for the current
 //     state), bulkhead_db_pool_acquired_conns, bulkhead_db_pool_max_conns;
 //     tax_fallback_total{reason}, tax_cache_drift_total,
-//     retry_storm_blocked_total.
+//     retry_storm_blocked_total; fraud_async_queue_depth,
+//     fraud_async_enqueued_total, fraud_async_evaluated_total,
+//     fraud_async_failed_total, fraud_async_rejected_total and
+//     fraud_async_wait_seconds (the asynchronous fraud queue; 0 in the
+//     naive build, which has none).
 //
 // # Correct build
 //
@@ -39,10 +44,15 @@
 // pool: card_auth 75/10/40, fraud_eval 30/5/15, tax_calc 15/0/5 (MC-PO-01,
 // INV-BH-01, INV-BH-03). A full lane rejects at once, with Retry-After: 5
 // and an RFC 9457 problem body (INV-BH-04): card_auth 429
-// ERR_AUTH_BULKHEAD_SATURATED; fraud_eval 503 ERR_FRAUD_BULKHEAD_SATURATED
-// (the spec's asynchronous scoring queue is not modelled; the caller is
-// told to retry); tax_calc 503 ERR_TAX_BULKHEAD_SATURATED whose body
-// carries the cached-table quote as "fallback" (MC-FM-01). The tax call
+// ERR_AUTH_BULKHEAD_SATURATED; tax_calc 503 ERR_TAX_BULKHEAD_SATURATED
+// whose body carries the cached-table quote as "fallback" (MC-FM-01). A
+// full fraud_eval lane bypasses synchronous scoring to its asynchronous
+// evaluation queue (MC-PO-01): the request is queued (FraudAsyncQueue,
+// 10,000) and answered at once with 202 and a problem body, code
+// FRAUD_SCORING_DEFERRED, decision "pending"; FraudAsyncWorkers (2)
+// evaluators score the queue in the background on the lane's own pool.
+// Only when that queue is full too does the lane answer 503
+// ERR_FRAUD_BULKHEAD_SATURATED. The tax call
 // holds no database connection while it waits (ADV-FD-01). A request with
 // X-Retry-Attempt above MaxRetries (3) gets 429 ERR_RETRY_STORM_BLOCKED
 // (ADV-IR-01). The cached table is validated at start (never a zero rate)
@@ -56,7 +66,8 @@
 // opens a transaction BEFORE calling the tax API and holds it while it
 // waits. An 8,000 ms tax brownout at 150 tax/s soon holds every worker
 // and connection, and card-auth latency goes far past 120 ms. A full queue
-// answers a bare 503 without Retry-After. Per-lane metrics are still
+// answers a bare 503 without Retry-After, in every lane: there is no
+// asynchronous fraud queue. Per-lane metrics are still
 // reported (the lane's share of the shared pool).
 package paymentcore
 
@@ -161,10 +172,11 @@ type Service struct {
 	rates RateTable
 	tax   *TaxAPI // nil: no tax API configured
 
-	bh       [numLanes]*Bulkhead // naive: the same shared bulkhead thrice
-	distinct []*Bulkhead
-	pools    atomic.Pointer[poolSet]
-	auths    *authBatcher // nil: one INSERT per authorization (AuthBatch 1)
+	bh         [numLanes]*Bulkhead // naive: the same shared bulkhead thrice
+	distinct   []*Bulkhead
+	pools      atomic.Pointer[poolSet]
+	auths      *authBatcher // nil: one INSERT per authorization (AuthBatch 1)
+	fraudAsync *fraudQueue  // nil: no asynchronous fraud queue (naive, or FraudAsyncQueue -1)
 
 	fallbacks     *prometheus.CounterVec
 	drift         prometheus.Counter
@@ -238,6 +250,15 @@ func New(cfg Config, logger *slog.Logger) (*Service, error) {
 		mux.HandleFunc("POST /tax", s.serveTax)
 	})
 	s.registerMetrics()
+	// The queue's metrics exist in both builds (zero in the naive one).
+	capacity := max(cfg.FraudAsyncQueue, 0)
+	if s.Naive() {
+		capacity = 0
+	}
+	fq := newFraudQueue(capacity, cfg.FraudAsyncWorkers, cfg.DBTimeout, s.Registry)
+	if capacity > 0 {
+		s.fraudAsync = fq
+	}
 	return s, nil
 }
 
@@ -255,6 +276,14 @@ func (s *Service) Start(ctx context.Context) {
 		s.auths.start(ctx, s.cfg.AuthBatchWriters)
 	}
 	s.Launch(ctx, s.startUp)
+	if s.fraudAsync != nil {
+		s.fraudAsync.run(ctx, s.Base, func() *pgxpool.Pool {
+			if ps := s.pools.Load(); ps != nil {
+				return ps.byLane[LaneFraud]
+			}
+			return nil
+		})
+	}
 	s.Go(func() {
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
@@ -480,17 +509,17 @@ func (s *Service) notStarted(w http.ResponseWriter) {
 // enter takes a worker of lane's bulkhead and the database pools. When it
 // reports false the request was answered (lane saturated, or pools not open
 // yet) or its client is gone; otherwise the caller must call release when
-// done. onReject, when not nil, gives the extension members of the
-// saturation problem body.
-func (s *Service) enter(w http.ResponseWriter, r *http.Request, lane int, onReject func() map[string]any) (ps *poolSet, release func(), ok bool) {
+// done. onReject, when not nil, answers a request the saturated lane could
+// not admit instead of [Service.rejectSaturated].
+func (s *Service) enter(w http.ResponseWriter, r *http.Request, lane int, onReject func()) (ps *poolSet, release func(), ok bool) {
 	permit, err := s.bh[lane].Acquire(r.Context(), lane)
 	if err != nil {
 		if r.Context().Err() == nil {
-			var extra map[string]any
 			if onReject != nil {
-				extra = onReject()
+				onReject()
+			} else {
+				s.rejectSaturated(w, lane, nil)
 			}
-			s.rejectSaturated(w, lane, extra)
 		}
 		return nil, nil, false
 	}
@@ -549,7 +578,11 @@ func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
 	if !ok || s.retryStorm(w, r) {
 		return
 	}
-	ps, release, ok := s.enter(w, r, LaneFraud, nil)
+	ps, release, ok := s.enter(w, r, LaneFraud, func() {
+		if !s.deferFraud(w, req) {
+			s.rejectSaturated(w, LaneFraud, nil)
+		}
+	})
 	if !ok {
 		return
 	}
@@ -584,9 +617,9 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("no tax rate for jurisdiction %q", req.Jurisdiction)}, 0)
 		return
 	}
-	ps, release, ok := s.enter(w, r, LaneTax, func() map[string]any {
+	ps, release, ok := s.enter(w, r, LaneTax, func() {
 		s.fallbacks.WithLabelValues("shed").Inc()
-		return map[string]any{"fallback": s.cachedQuote(req, "shed")}
+		s.rejectSaturated(w, LaneTax, map[string]any{"fallback": s.cachedQuote(req, "shed")})
 	})
 	if !ok {
 		return
