@@ -92,6 +92,7 @@ func TestPrintGolden(t *testing.T) {
 		"scenarios/orders-db-brownout.yaml",
 		"scenarios/orders-db-brownout-naive.yaml",
 		"scenarios/payment-tax-brownout.yaml",
+		"scenarios/payment-lane-overload-naive.yaml",
 		"scenarios/orders-overload-routing.yaml",
 		"testdata/scenarios/valid/command-service.yaml",
 		"testdata/scenarios/valid/minimal.yaml",

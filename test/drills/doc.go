@@ -17,7 +17,7 @@
 //
 // What a twin changes. Its stream, faults, timeline and assertions are
 // the correct drill's; it runs the reference service's naive build
-// (services[].build: naive) and, in five of the seven pairs, the naive
+// (services[].build: naive) and, in five of the eight pairs, the naive
 // build's probes too, as the incidents deployed them:
 //
 //   - orders-rollout: the build only (same manifest): the naive build
@@ -30,6 +30,9 @@
 //     readiness and liveness fail with it.
 //   - payment-tax-brownout: the build only (both drills give payment-core
 //     the same inline probes).
+//   - payment-lane-overload: the build only, and one assertion fewer: the
+//     naive build has no card_auth pool of its own, so its twin does not
+//     count that pool's PostgreSQL backends (auth-pool-own-backends).
 //   - orders-db-brownout: manifests/order-gateway-naive.yaml instead of
 //     order-gateway.yaml: one deep /health (a database query) for liveness
 //     and readiness, no startup probe, liveness every 3 s after 5 s with a
@@ -58,7 +61,7 @@
 // schedule) fails the test with drill's validity message: it is never taken
 // as a pass or as the naive build's failure.
 //
-// The fourteen runs go one after another (about 12 minutes on a 2-core
+// The sixteen runs go one after another (about 14 minutes on a 2-core
 // machine) and need PostgreSQL's server binaries (initdb, postgres), found
 // as drill finds them: on PATH or in /usr/lib/postgresql/<version>/bin.
 // Without them the test skips, saying so, or under CI=true fails. -short

@@ -88,7 +88,7 @@ func checkExpectation(t *testing.T, run *record.Run, declared []string) {
 // validity message.
 func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the fourteen drills take about 12 minutes")
+		t.Skip("-short: the sixteen drills take about 14 minutes")
 	}
 	needPostgres(t)
 	work := workDir(t)
@@ -99,6 +99,8 @@ func TestDrillPairs(t *testing.T) {
 		{file: "orders-db-brownout-naive", also: restartedByLiveness("pg-pause")},
 		{file: "payment-tax-brownout"},
 		{file: "payment-tax-brownout-naive"},
+		{file: "payment-lane-overload"},
+		{file: "payment-lane-overload-naive"},
 		{file: "orders-overload-routing"},
 		{file: "orders-overload-routing-naive"},
 		{file: "probe-tutorial-latency", also: tutorialClaimsReported},
