@@ -120,3 +120,38 @@ func TestNaiveFraudHasNoAsyncQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestFraudAsyncConfig: the queue and its evaluators default to 10,000 and
+// 2, -1 turns the queue off, and bad values name their flags.
+func TestFraudAsyncConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name           string
+		cfg            Config
+		queue, workers int
+		err            string
+	}{
+		{"default", Config{}, DefaultFraudAsyncQueue, DefaultFraudAsyncWorkers, ""},
+		{"no queue", Config{FraudAsyncQueue: -1}, -1, DefaultFraudAsyncWorkers, ""},
+		{"set", Config{FraudAsyncQueue: 50, FraudAsyncWorkers: 4}, 50, 4, ""},
+		{"bad queue", Config{FraudAsyncQueue: -2}, -2, DefaultFraudAsyncWorkers, "--fraud-async-queue: must be >= 1, or -1 for none, got -2"},
+		{"bad workers", Config{FraudAsyncWorkers: -1}, DefaultFraudAsyncQueue, -1, "--fraud-async-workers: must be >= 1, got -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := tc.cfg
+			c.DatabaseURL = "postgres://drill@127.0.0.1:5432/drill"
+			c.SetDefaults()
+			if c.FraudAsyncQueue != tc.queue || c.FraudAsyncWorkers != tc.workers {
+				t.Errorf("queue %d, workers %d; want %d, %d", c.FraudAsyncQueue, c.FraudAsyncWorkers, tc.queue, tc.workers)
+			}
+			err := c.Validate()
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tc.err != "" && (err == nil || err.Error() != tc.err):
+				t.Errorf("Validate: %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
