@@ -116,6 +116,7 @@ func registry() map[scenario.AssertionType]judgeFunc {
 		scenario.AssertShed:            judgeShed,
 		scenario.AssertFlaps:           judgeFlaps,
 		scenario.AssertMetric:          judgeMetric,
+		scenario.AssertReached:         judgeReached,
 		scenario.AssertIsolation:       judgeIsolation,
 		scenario.AssertCheck:           judgeCheck,
 		scenario.AssertReady:           judgeReady,

@@ -97,6 +97,7 @@ var assertionSpecs = []*AssertionSpec{
 	&isolationSpec,
 	&checkAssertionSpec,
 	&metricSpec,
+	&reachedSpec,
 	&recoverySpec,
 }
 

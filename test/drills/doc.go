@@ -30,9 +30,10 @@
 //     readiness and liveness fail with it.
 //   - payment-tax-brownout: the build only (both drills give payment-core
 //     the same inline probes).
-//   - payment-lane-overload: the build only, and one assertion fewer: the
-//     naive build has no card_auth pool of its own, so its twin does not
-//     count that pool's PostgreSQL backends (auth-pool-own-backends).
+//   - payment-lane-overload: the build only, and two assertions fewer: the
+//     naive build has no card_auth or fraud_eval pool of its own, so its
+//     twin does not count those pools' PostgreSQL backends
+//     (auth-pool-own-backends, fraud-pool-own-backends).
 //   - orders-db-brownout: manifests/order-gateway-naive.yaml instead of
 //     order-gateway.yaml: one deep /health (a database query) for liveness
 //     and readiness, no startup probe, liveness every 3 s after 5 s with a
