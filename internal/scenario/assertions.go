@@ -60,7 +60,7 @@ type Assertion struct {
 	// RetryAfter requires every shed response to carry Retry-After (shed).
 	RetryAfter *bool `yaml:"retryAfter,omitempty" json:"retryAfter,omitempty"`
 
-	// Metric names a metric family for metric and recovery assertions.
+	// Metric names a metric family for metric, reached and recovery assertions.
 	Metric string `yaml:"metric,omitempty" json:"metric,omitempty"`
 	// Labels select series of Metric (all must match).
 	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`

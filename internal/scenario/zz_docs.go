@@ -88,7 +88,7 @@ var fieldDocs = map[string]string{
 	"Assertion.maxLatency":                  "MaxLatency is a latency bound (latency, endpoint-removal, shed).",
 	"Assertion.maxP99Ratio":                 "MaxP99Ratio bounds the window p99 / baseline p99 (isolation).",
 	"Assertion.maxRate":                     "MaxRate is a ratio bound 0..1: the share of completed requests in the status class (error-rate); the share of the responses a check applied to that failed it (check; default 0).",
-	"Assertion.metric":                      "Metric names a metric family for metric and recovery assertions.",
+	"Assertion.metric":                      "Metric names a metric family for metric, reached and recovery assertions.",
 	"Assertion.minRatio":                    "MinRatio is achieved/intended 0..1 (throughput); default 0.995.",
 	"Assertion.minReady":                    "MinReady is the minimum ready replicas (ready).",
 	"Assertion.name":                        "Name is unique; it names the JUnit test case. Default: type-window.",
