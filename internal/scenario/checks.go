@@ -35,8 +35,9 @@ type Check struct {
 	Header string `yaml:"header,omitempty" json:"header,omitempty"`
 	// JSON is a dot path of object keys (a.b.c) into the response body,
 	// read as JSON; the generator then keeps up to 64 KiB (CheckBodyLimit)
-	// of the stream's bodies. Exactly one of Header and JSON. A body that
-	// is not JSON, cut at the limit, or without the field fails.
+	// of the stream's bodies. Exactly one of Header, JSON and StatusCode.
+	// A body that is not JSON, cut at the limit, or without the field
+	// fails.
 	JSON string `yaml:"json,omitempty" json:"json,omitempty"`
 	// StatusCode checks the response's HTTP status code itself (equals
 	// "429", or min/max), e.g. that every response to a 4th retry is a
