@@ -124,16 +124,20 @@ func TestNoChecksNoCost(t *testing.T) {
 	}
 }
 
+// bothTransports are the two ways a stream sends: the lean HTTP/1.1
+// transport (no maxConnections) and net/http's (maxConnections set).
+var bothTransports = []struct {
+	name     string
+	maxConns int
+}{{"lean", 0}, {"net/http", 64}}
+
 // TestChecksThroughBothTransports runs a stream with a header check and
 // json checks against a loopback server whose every fourth answer breaks
 // them, through the lean HTTP/1.1 transport and through net/http's (a
 // stream with maxConnections): both deliver the headers and the body, so
 // the counts match what the server sent, and the failures carry reasons.
 func TestChecksThroughBothTransports(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		maxConns int
-	}{{"lean", 0}, {"net/http", 64}} {
+	for _, tc := range bothTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			n, bad, shed := 0, 0, 0
@@ -242,10 +246,7 @@ func TestChecksSkipServiceAnswers(t *testing.T) {
 // attempt, every exchange ends in the 429 of the 4th retry, and a check
 // on the answers to 4 or more retries counts each of them once.
 func TestRetryStormChecks(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		maxConns int
-	}{{"lean", 0}, {"net/http", 64}} {
+	for _, tc := range bothTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			attempts := map[string]int{} // X-Retry-Attempt value ("" first) -> count
