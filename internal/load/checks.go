@@ -22,14 +22,16 @@ import (
 // responseCheck is one of a stream's checks (scenario.Check) made ready
 // for the result path.
 type responseCheck struct {
-	name      string
-	status    []int  // nil: every response with a status
-	header    string // canonical header key; "" for a json check
-	path      []string
-	jsonPath  string // as written, for reasons
-	equals    string
-	hasEquals bool
-	min, max  float64 // -Inf, +Inf when unset
+	name       string
+	status     []int  // nil: every response with a status
+	minRetries int64  // 0: every response; else only retried exchanges' answers
+	statusCode bool   // the check reads the status code itself
+	header     string // canonical header key; "" for a json or status check
+	path       []string
+	jsonPath   string // as written, for reasons
+	equals     string
+	hasEquals  bool
+	min, max   float64 // -Inf, +Inf when unset
 }
 
 // checkSet is a stream's response checks. eval reuses one slice for its
@@ -37,16 +39,19 @@ type responseCheck struct {
 // stream's results (runStream's loop), and the recorder reads the
 // verdicts before the next call.
 type checkSet struct {
-	checks  []responseCheck
-	anyJSON bool
-	out     []checkVerdict
+	checks     []responseCheck
+	anyJSON    bool
+	anyRetries bool // some check has minRetries: read RetriesHeader
+	out        []checkVerdict
 }
 
 // checkVerdict is one check's verdict on one response; why is set when
-// it failed.
+// it failed; retries is how many retries the exchange took (0 when no
+// check of the set asks).
 type checkVerdict struct {
-	c   *responseCheck
-	why failure
+	c       *responseCheck
+	why     failure
+	retries int64
 }
 
 // failure says why a response failed a check; its reason is only
@@ -80,7 +85,8 @@ func newCheckSet(st scenario.Stream) *checkSet {
 	}
 	cs := &checkSet{checks: make([]responseCheck, len(st.Checks)), out: make([]checkVerdict, 0, len(st.Checks))}
 	for i, c := range st.Checks {
-		rc := responseCheck{name: c.Name, path: c.Path(), jsonPath: c.JSON, min: math.Inf(-1), max: math.Inf(1)}
+		rc := responseCheck{name: c.Name, path: c.Path(), jsonPath: c.JSON, min: math.Inf(-1), max: math.Inf(1),
+			minRetries: int64(c.MinRetries), statusCode: c.StatusCode}
 		if len(c.Status) > 0 {
 			rc.status = slices.Clone(c.Status)
 		}
@@ -97,14 +103,30 @@ func newCheckSet(st scenario.Stream) *checkSet {
 			rc.max = *c.Max
 		}
 		cs.anyJSON = cs.anyJSON || rc.path != nil
+		cs.anyRetries = cs.anyRetries || rc.minRetries > 0
 		cs.checks[i] = rc
 	}
 	return cs
 }
 
-// appliesTo reports whether c applies to a response with status code.
-func (c *responseCheck) appliesTo(code int) bool {
-	return c.status == nil || slices.Contains(c.status, code)
+// appliesTo reports whether c applies to a response with status code
+// that ended an exchange after retries retries.
+func (c *responseCheck) appliesTo(code int, retries int64) bool {
+	return retries >= c.minRetries && (c.status == nil || slices.Contains(c.status, code))
+}
+
+// retriesOf reads how many retries the exchange that h answers took
+// (RetriesHeader, set by the transport); 0 when it was not retried.
+func retriesOf(h http.Header) int64 {
+	vs := h[RetriesHeader]
+	if len(vs) == 0 {
+		return 0
+	}
+	n, err := strconv.ParseInt(vs[0], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // eval returns the verdicts of the checks that apply to r (nil for a
@@ -116,18 +138,25 @@ func (cs *checkSet) eval(r *vegeta.Result) []checkVerdict {
 		return nil
 	}
 	cs.out = cs.out[:0]
+	var retries int64
+	if cs.anyRetries {
+		retries = retriesOf(r.Headers)
+	}
 	var doc any
 	var docErr failure
 	parsed := false
 	for i := range cs.checks {
 		c := &cs.checks[i]
-		if !c.appliesTo(code) {
+		if !c.appliesTo(code, retries) {
 			continue
 		}
 		var why failure
-		if c.header != "" {
+		switch {
+		case c.statusCode:
+			why = c.testStatus(code)
+		case c.header != "":
 			why = c.testHeader(r.Headers)
-		} else {
+		default:
 			if !parsed {
 				doc, docErr = parseBody(r.Body)
 				parsed = true
@@ -137,9 +166,22 @@ func (cs *checkSet) eval(r *vegeta.Result) []checkVerdict {
 				why = c.testJSON(doc)
 			}
 		}
-		cs.out = append(cs.out, checkVerdict{c: c, why: why})
+		cs.out = append(cs.out, checkVerdict{c: c, why: why, retries: retries})
 	}
 	return cs.out
+}
+
+// testStatus tests the response's status code, as text for equals and as
+// a number for min and max.
+func (c *responseCheck) testStatus(code int) failure {
+	text := strconv.Itoa(code)
+	if c.hasEquals {
+		if text != c.equals {
+			return failure{kind: unequal, got: text}
+		}
+		return failure{}
+	}
+	return c.bounds(float64(code), text)
 }
 
 // testHeader tests the header's first value.
@@ -242,6 +284,9 @@ func (c *responseCheck) testJSON(doc any) failure {
 
 // what names what c reads, for reasons: the header, or "field a.b".
 func (c *responseCheck) what() string {
+	if c.statusCode {
+		return "status"
+	}
 	if c.header != "" {
 		return c.header
 	}
@@ -286,7 +331,11 @@ func recordChecks(b *measure.Bucket, vs []checkVerdict, at time.Duration, code i
 		if v.why.kind != passed {
 			c.Failed++
 			if c.WantsExample(at) {
-				c.AddExample(measure.CheckFailure{At: at, Status: code, Reason: v.c.reason(v.why)})
+				why := v.c.reason(v.why)
+				if v.retries > 0 {
+					why += " (after " + strconv.FormatInt(v.retries, 10) + " retries)"
+				}
+				c.AddExample(measure.CheckFailure{At: at, Status: code, Reason: why})
 			}
 		}
 		b.Checks[v.c.name] = c

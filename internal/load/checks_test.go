@@ -66,6 +66,14 @@ func TestCheckEval(t *testing.T) {
 		{"empty body", scenario.Check{JSON: "code", Equals: strp("x")}, 503, nil, ``, "body is not JSON: empty body"},
 		{"trailing data", scenario.Check{JSON: "code", Equals: strp("x")}, 503, nil, `{"code":"x"} {}`, "body is not JSON: data after the document"},
 		{"body cut", scenario.Check{JSON: "code", Equals: strp("x")}, 200, nil, `{"code":"x","pad":"` + strings.Repeat("a", scenario.CheckBodyLimit) + `"}`, "body cut at 65536 bytes"},
+		{"status equals", scenario.Check{StatusCode: true, Equals: strp("429")}, 429, nil, "", ""},
+		{"status differs", scenario.Check{StatusCode: true, Equals: strp("429")}, 503, nil, "", `status "503" != "429"`},
+		{"status within", scenario.Check{StatusCode: true, Min: nump(400), Max: nump(499)}, 429, nil, "", ""},
+		{"status above max", scenario.Check{StatusCode: true, Max: nump(499)}, 503, nil, "", "status 503 > max 499"},
+		{"retried enough", scenario.Check{StatusCode: true, MinRetries: 4, Equals: strp("429")}, 503, hdr(RetriesHeader, "5"), "", `status "503" != "429"`},
+		{"retried exactly enough", scenario.Check{StatusCode: true, MinRetries: 4, Equals: strp("429")}, 429, hdr(RetriesHeader, "4"), "", ""},
+		{"retried too little", scenario.Check{StatusCode: true, MinRetries: 4, Equals: strp("429")}, 503, hdr(RetriesHeader, "3"), "", "-"},
+		{"not retried", scenario.Check{StatusCode: true, MinRetries: 1, Equals: strp("429")}, 503, hdr(), "", "-"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.check.Name = "c"
@@ -116,16 +124,20 @@ func TestNoChecksNoCost(t *testing.T) {
 	}
 }
 
+// bothTransports are the two ways a stream sends: the lean HTTP/1.1
+// transport (no maxConnections) and net/http's (maxConnections set).
+var bothTransports = []struct {
+	name     string
+	maxConns int
+}{{"lean", 0}, {"net/http", 64}}
+
 // TestChecksThroughBothTransports runs a stream with a header check and
 // json checks against a loopback server whose every fourth answer breaks
 // them, through the lean HTTP/1.1 transport and through net/http's (a
 // stream with maxConnections): both deliver the headers and the body, so
 // the counts match what the server sent, and the failures carry reasons.
 func TestChecksThroughBothTransports(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		maxConns int
-	}{{"lean", 0}, {"net/http", 64}} {
+	for _, tc := range bothTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			n, bad, shed := 0, 0, 0
@@ -223,5 +235,68 @@ func TestChecksSkipServiceAnswers(t *testing.T) {
 	}
 	if got.Applied != 2 || got.Failed != 1 || len(got.Examples) != 1 || got.Examples[0].Reason != "no header Retry-After" || got.Examples[0].Status != 200 {
 		t.Fatalf("check = %+v, want 2 applied (the service's answers), 1 failed (the 200)", got)
+	}
+}
+
+// TestRetryStormChecks runs a stream whose clients retry every 5 ms and
+// say which retry each attempt is (attemptHeader) against a server that
+// counts attempts as BULKHEAD-PAY-001 ADV-IR-01 says (more than 3 retries
+// answered 429, otherwise shed with 503), through both transports: the
+// server sees X-Retry-Attempt 1..4 on the retries and none on the first
+// attempt, every exchange ends in the 429 of the 4th retry, and a check
+// on the answers to 4 or more retries counts each of them once.
+func TestRetryStormChecks(t *testing.T) {
+	for _, tc := range bothTransports {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			attempts := map[string]int{} // X-Retry-Attempt value ("" first) -> count
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				a := r.Header.Get("X-Retry-Attempt")
+				mu.Lock()
+				attempts[a]++
+				mu.Unlock()
+				if a == "4" {
+					w.Header().Set("Retry-After", "5")
+					w.WriteHeader(http.StatusTooManyRequests)
+					return
+				}
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+			defer srv.Close()
+			st := scenario.Stream{Name: "storm", Targets: []scenario.Target{{Method: "POST", URL: srv.URL + "/tax", Body: "x"}},
+				Rate: rate(20, time.Second), Duration: dur(500 * time.Millisecond), Timeout: dur(2 * time.Second), LagBudget: relaxed,
+				MaxConnections: tc.maxConns,
+				Retry: &scenario.Retry{Policy: scenario.RetryFixed, Interval: dur(5 * time.Millisecond), MaxAttempts: 8,
+					On: []int{503}, AttemptHeader: "x-retry-attempt"},
+				Checks: []scenario.Check{
+					{Name: "blocked-after-3", MinRetries: 4, StatusCode: true, Equals: strp("429")},
+					{Name: "never-5", MinRetries: 5, StatusCode: true, Equals: strp("429")},
+				}}
+			e := runStreams(t, event.NewClock(), Options{}, st)
+			total := e.Series()["storm"].Total()
+			mu.Lock()
+			defer mu.Unlock()
+			n := int64(attempts[""])
+			if n == 0 || total.Requests != n {
+				t.Fatalf("recorded %d requests, server saw %d first attempts", total.Requests, n)
+			}
+			for _, a := range []string{"1", "2", "3", "4"} {
+				if int64(attempts[a]) != n {
+					t.Errorf("X-Retry-Attempt %s on %d attempts, want %d (%v)", a, attempts[a], n, attempts)
+				}
+			}
+			if len(attempts) != 5 {
+				t.Errorf("attempt headers seen: %v, want only none and 1..4", attempts)
+			}
+			if total.Codes[429] != n || total.Retries != 4*n {
+				t.Errorf("codes %v, retries %d; want %d 429s after %d retries", total.Codes, total.Retries, n, 4*n)
+			}
+			if got := total.Checks["blocked-after-3"]; got.Applied != n || got.Failed != 0 {
+				t.Errorf("blocked-after-3: applied %d failed %d, want %d and 0", got.Applied, got.Failed, n)
+			}
+			if got, ok := total.Checks["never-5"]; ok && got.Applied != 0 {
+				t.Errorf("never-5 applied to %d answers; no exchange took 5 retries", got.Applied)
+			}
+		})
 	}
 }

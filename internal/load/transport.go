@@ -62,7 +62,16 @@ type retryPolicy struct {
 	interval    time.Duration
 	maxAttempts int
 	on          map[int]bool
+	// attemptHeader, when set, is the canonical name of the header that
+	// carries each retry's number (scenario.Retry.AttemptHeader).
+	attemptHeader string
 }
+
+// RetriesHeader is the header the transport adds to the response that
+// ends an exchange that was retried: how many retries it took ("4" for
+// the answer to the 4th retry). The service never sees it; response
+// checks read it (scenario.Check.MinRetries). Absent: no retry.
+const RetriesHeader = "X-Drill-Retries"
 
 func newRetryPolicy(r *scenario.Retry) (retryPolicy, error) {
 	p := retryPolicy{policy: scenario.RetryNone, maxAttempts: 1}
@@ -91,6 +100,9 @@ func newRetryPolicy(r *scenario.Retry) (retryPolicy, error) {
 	p.on = map[int]bool{}
 	for _, c := range codes {
 		p.on[c] = true
+	}
+	if r.AttemptHeader != "" {
+		p.attemptHeader = http.CanonicalHeaderKey(r.AttemptHeader)
 	}
 	return p, nil
 }
@@ -216,9 +228,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				finish(0, out, retries)
 				return nil, err
 			}
-			rs.out, rs.retries, rs.body = out, retries, resp.Body
-			resp.Body = rs
-			return resp, nil
+			return rs.final(resp, out, retries), nil
 		}
 		wait := s.retry.interval
 		if s.retry.policy == scenario.RetryAfter && resp != nil {
@@ -233,9 +243,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				finish(0, out, retries)
 				return nil, err
 			}
-			rs.out, rs.retries, rs.body = out, retries, resp.Body
-			resp.Body = rs
-			return resp, nil
+			return rs.final(resp, out, retries), nil
 		}
 		if resp != nil {
 			// Drain a little so the connection can be reused; BytesIn counts
@@ -258,7 +266,27 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r2.Body = b
 			req = r2
 		}
+		if h := s.retry.attemptHeader; h != "" {
+			// This request's own header map (a fresh one per hit from
+			// vegeta, or the clone's): the next attempt says its number.
+			req.Header[h] = []string{strconv.FormatInt(retries, 10)}
+		}
 	}
+}
+
+// final hands resp to the caller as the exchange's answer: its body
+// counts bytes and ends the request's accounting on Close, and a retried
+// exchange's response says how many retries it took (RetriesHeader).
+func (rs *reqState) final(resp *http.Response, out, retries int64) *http.Response {
+	rs.out, rs.retries, rs.body = out, retries, resp.Body
+	resp.Body = rs
+	if retries > 0 {
+		if resp.Header == nil {
+			resp.Header = http.Header{}
+		}
+		resp.Header[RetriesHeader] = []string{strconv.FormatInt(retries, 10)}
+	}
+	return resp
 }
 
 // wants reports whether the outcome of an attempt calls for a retry:

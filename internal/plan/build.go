@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,8 +119,8 @@ func describeStream(st scenario.Stream) string {
 	if st.Timeout.D() > 0 {
 		out += fmt.Sprintf(", timeout %s", st.Timeout.D())
 	}
-	if st.Retry != nil && st.Retry.Policy != scenario.RetryNone {
-		out += fmt.Sprintf(", retry %s x%d", st.Retry.Policy, st.Retry.MaxAttempts)
+	if n := st.MaxRetries(); n > 0 {
+		out += ", " + describeRetry(st.Retry, n+1)
 	}
 	if len(st.Checks) > 0 {
 		names := make([]string, len(st.Checks))
@@ -127,6 +128,34 @@ func describeStream(st scenario.Stream) string {
 			names[i] = c.Name
 		}
 		out += ", checks " + strings.Join(names, ", ")
+	}
+	return out
+}
+
+// describeRetry summarises a stream's retry policy with its attempts
+// (the first included), e.g. "retry fixed every 50ms, up to 6 attempts
+// on 503, numbered in X-Retry-Attempt".
+func describeRetry(r *scenario.Retry, attempts int) string {
+	out := "retry " + string(r.Policy)
+	iv := r.Interval.D()
+	if iv <= 0 {
+		iv = 50 * time.Millisecond
+	}
+	if r.Policy == scenario.RetryAfter {
+		out += fmt.Sprintf(" (else every %s)", iv)
+	} else {
+		out += fmt.Sprintf(" every %s", iv)
+	}
+	out += fmt.Sprintf(", up to %d attempts", attempts)
+	if len(r.On) > 0 {
+		codes := make([]string, len(r.On))
+		for i, c := range r.On {
+			codes[i] = strconv.Itoa(c)
+		}
+		out += " on " + strings.Join(codes, ", ")
+	}
+	if r.AttemptHeader != "" {
+		out += ", numbered in " + r.AttemptHeader
 	}
 	return out
 }

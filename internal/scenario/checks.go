@@ -24,14 +24,25 @@ type Check struct {
 	// check applies to; default (unset or empty): every response that has
 	// a status.
 	Status []int `yaml:"status,omitempty" json:"status,omitempty"`
+	// MinRetries limits the check to the responses of exchanges that
+	// took at least this many retries (the stream's retry policy: the
+	// response to the 4th retry or a later one for 4); 0 (default): every
+	// response.
+	MinRetries int `yaml:"minRetries,omitempty" json:"minRetries,omitempty"`
 	// Header names the response header whose (first) value is checked.
-	// Exactly one of Header and JSON. A response without the header fails.
+	// Exactly one of Header, JSON and StatusCode. A response without the
+	// header fails.
 	Header string `yaml:"header,omitempty" json:"header,omitempty"`
 	// JSON is a dot path of object keys (a.b.c) into the response body,
 	// read as JSON; the generator then keeps up to 64 KiB (CheckBodyLimit)
-	// of the stream's bodies. Exactly one of Header and JSON. A body that
-	// is not JSON, cut at the limit, or without the field fails.
+	// of the stream's bodies. Exactly one of Header, JSON and StatusCode.
+	// A body that is not JSON, cut at the limit, or without the field
+	// fails.
 	JSON string `yaml:"json,omitempty" json:"json,omitempty"`
+	// StatusCode checks the response's HTTP status code itself (equals
+	// "429", or min/max), e.g. that every response to a 4th retry is a
+	// 429. Exactly one of Header, JSON and StatusCode.
+	StatusCode bool `yaml:"statusCode,omitempty" json:"statusCode,omitempty"`
 	// Equals compares the value as text: the header's value, or a JSON
 	// string's contents, a number's text as written, true, false or null
 	// (an object or array fails). Exactly one kind of test: Equals, or
@@ -84,26 +95,55 @@ func (st *Stream) CheckNamed(name string) (c Check, ok bool) {
 }
 
 // streamChecks checks the response checks of the stream at p: unique
-// names, exactly one of header and json, exactly one kind of test, and
-// HTTP statuses.
+// names, exactly one of header, json and statusCode, exactly one kind of
+// test, HTTP statuses, and a retry count a stream can reach.
 func (v *validator) streamChecks(p string, st *Stream) {
 	names := make([]string, len(st.Checks))
 	for j, c := range st.Checks {
 		names[j] = c.Name
 	}
 	v.unique("check", names, func(j int) string { return fmt.Sprintf("%s.checks[%d]", p, j) })
+	retries := st.MaxRetries()
 	for j := range st.Checks {
-		v.check(fmt.Sprintf("%s.checks[%d]", p, j), &st.Checks[j])
+		cp := fmt.Sprintf("%s.checks[%d]", p, j)
+		v.check(cp, &st.Checks[j])
+		if n := st.Checks[j].MinRetries; n > retries {
+			v.errorf(cp+".minRetries", "minRetries %d: the stream retries at most %d times (retry.maxAttempts %d), so no response would be checked", n, retries, retries+1)
+		}
 	}
+}
+
+// MaxRetries is how many times the stream retries one request at most:
+// retry.maxAttempts - 1 (maxAttempts defaults to 3), 0 without a retry
+// policy.
+func (st *Stream) MaxRetries() int {
+	r := st.Retry
+	if r == nil || r.Policy == "" || r.Policy == RetryNone {
+		return 0
+	}
+	if r.MaxAttempts == 0 {
+		return 2
+	}
+	return max(r.MaxAttempts-1, 0)
 }
 
 // check checks one response check at cp.
 func (v *validator) check(cp string, c *Check) {
+	subjects := 0
+	for _, set := range []bool{c.Header != "", c.JSON != "", c.StatusCode} {
+		if set {
+			subjects++
+		}
+	}
 	switch {
-	case c.Header == "" && c.JSON == "":
-		v.errorf(cp, "a check needs header or json: what of the response it reads")
-	case c.Header != "" && c.JSON != "":
-		v.errorf(cp+".json", "set header or json, not both")
+	case subjects == 0:
+		v.errorf(cp, "a check needs header, json or statusCode: what of the response it reads")
+	case subjects > 1:
+		field := ".json"
+		if c.StatusCode {
+			field = ".statusCode"
+		}
+		v.errorf(cp+field, "set one of header, json and statusCode, not several")
 	case c.Header != "" && !tokenRE.MatchString(c.Header):
 		v.errorf(cp+".header", "invalid header name %q", c.Header)
 	case c.JSON != "":
@@ -122,6 +162,9 @@ func (v *validator) check(cp string, c *Check) {
 		v.errorf(cp+".equals", "set equals, or min and/or max, not both")
 	case c.Min != nil && c.Max != nil && *c.Min > *c.Max:
 		v.errorf(cp+".max", "max (%v) is below min (%v)", *c.Max, *c.Min)
+	}
+	if c.MinRetries < 0 || c.MinRetries > 99 {
+		v.errorf(cp+".minRetries", "minRetries must be between 0 and 99 (a stream retries at most 99 times), got %d", c.MinRetries)
 	}
 	for k, code := range c.Status {
 		if code < 100 || code > 599 {

@@ -146,6 +146,11 @@ type Retry struct {
 	// On lists status codes that trigger a retry; default 429, 502, 503, 504
 	// and transport errors.
 	On []int `yaml:"on,omitempty" json:"on,omitempty"`
+	// AttemptHeader names a request header each retry carries with its
+	// number: 1 on the first retry, 2 on the second (a payment client's
+	// X-Retry-Attempt, which BULKHEAD-PAY-001 ADV-IR-01 counts); the
+	// first attempt goes without it. Empty: retries look like the first.
+	AttemptHeader string `yaml:"attemptHeader,omitempty" json:"attemptHeader,omitempty"`
 }
 
 // LagBudget bounds how far behind its schedule the load generator may fall.
@@ -369,6 +374,9 @@ func (v *validator) retry(p string, r *Retry) {
 		if c < 100 || c > 599 {
 			v.errorf(fmt.Sprintf("%s.on[%d]", p, j), "status %d is not an HTTP status (100-599)", c)
 		}
+	}
+	if h := r.AttemptHeader; h != "" && !tokenRE.MatchString(h) {
+		v.errorf(p+".attemptHeader", "invalid header name %q", h)
 	}
 }
 

@@ -67,8 +67,11 @@
 // waits. An 8,000 ms tax brownout at 150 tax/s soon holds every worker
 // and connection, and card-auth latency goes far past 120 ms. A full queue
 // answers a bare 503 without Retry-After, in every lane: there is no
-// asynchronous fraud queue. Per-lane metrics are still
-// reported (the lane's share of the shared pool).
+// asynchronous fraud queue. Where a tax call cannot be served (a full
+// queue, an exhausted pool, a failed tax API) its fallback quote is zero
+// tax, source "default", checked against nothing (ADV-UC-01.2's
+// anti-pattern). X-Retry-Attempt is not counted. Per-lane metrics are
+// still reported (the lane's share of the shared pool).
 package paymentcore
 
 import (
@@ -78,6 +81,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -121,6 +125,9 @@ const (
 const (
 	SourceTaxAPI = "tax-api"
 	SourceCache  = "cached-rate-table"
+	// SourceDefault is the naive build's fallback: zero tax, verified
+	// against nothing (the anti-pattern of BULKHEAD-PAY-001 ADV-UC-01.2).
+	SourceDefault = "default"
 )
 
 // RetryAttemptHeader carries the caller's retry number (0 or absent for a
@@ -400,7 +407,8 @@ type TaxQuote struct {
 	AmountCents  int64   `json:"amountCents"`
 	Rate         float64 `json:"rate"`
 	TaxCents     int64   `json:"taxCents"`
-	// Source is "tax-api" or "cached-rate-table".
+	// Source is "tax-api", "cached-rate-table", or in the naive build's
+	// fallback "default" (zero tax).
 	Source string `json:"source"`
 	// TableVersion is the cached table's version (cached quotes only).
 	TableVersion string `json:"tableVersion,omitempty"`
@@ -461,9 +469,7 @@ func (s *Service) retryStorm(w http.ResponseWriter, r *http.Request) bool {
 // rejectSaturated answers a request its lane could not admit.
 func (s *Service) rejectSaturated(w http.ResponseWriter, lane int, extra map[string]any) {
 	if s.Naive() {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, "server busy\n")
+		s.naiveBusy(w, extra)
 		return
 	}
 	p := refservices.Problem{
@@ -487,18 +493,40 @@ func (s *Service) rejectSaturated(w http.ResponseWriter, lane int, extra map[str
 	refservices.WriteProblem(w, p, s.cfg.RetryAfter)
 }
 
-// dbFailure answers a failed database step.
+// naiveBusy is the naive build's answer when its shared queue is full: a
+// bare 503 without Retry-After or problem code, in plain text, or in JSON
+// with extra's members when there are any (a tax call's zero-tax
+// fallback, ADV-UC-01.2's anti-pattern).
+func (s *Service) naiveBusy(w http.ResponseWriter, extra map[string]any) {
+	if extra != nil {
+		body := map[string]any{"error": "server busy"}
+		maps.Copy(body, extra)
+		refservices.WriteJSON(w, http.StatusServiceUnavailable, body)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, "server busy\n")
+}
+
+// dbFailure answers a failed database step with [Service.dbProblem].
 func (s *Service) dbFailure(w http.ResponseWriter, r *http.Request, lane int, err error, timedOut bool) {
 	if r.Context().Err() != nil {
 		return // client gone
 	}
+	refservices.WriteProblem(w, s.dbProblem(lane, err, timedOut), s.cfg.RetryAfter)
+}
+
+// dbProblem is the 503 problem of a failed database step of lane:
+// ERR_DB_TIMEOUT when it timed out, else ERR_DB_UNAVAILABLE.
+func (s *Service) dbProblem(lane int, err error, timedOut bool) refservices.Problem {
 	p := refservices.Problem{Status: http.StatusServiceUnavailable, Title: "Database unavailable", Code: CodeDBUnavailable, Detail: err.Error(),
 		Extra: map[string]any{"lane": LaneNames[lane]}}
 	if timedOut {
 		p.Title, p.Code = "Database too slow", CodeDBTimeout
 		p.Detail = fmt.Sprintf("database work did not finish within %s", s.cfg.DBTimeout)
 	}
-	refservices.WriteProblem(w, p, s.cfg.RetryAfter)
+	return p
 }
 
 func (s *Service) notStarted(w http.ResponseWriter) {
@@ -599,6 +627,13 @@ func (s *Service) serveFraud(w http.ResponseWriter, r *http.Request) {
 	refservices.WriteJSON(w, http.StatusOK, map[string]any{"score": score, "decision": decision, "recentAuthorizations": recent})
 }
 
+// zeroQuote is the naive build's fallback quote: zero tax from no table
+// at all (ADV-UC-01.2 forbids it; a drill's check on the tax field
+// catches it).
+func zeroQuote(req payRequest, reason string) TaxQuote {
+	return TaxQuote{Jurisdiction: req.Jurisdiction, AmountCents: req.amount(), Source: SourceDefault, FallbackReason: reason}
+}
+
 func (s *Service) cachedQuote(req payRequest, reason string) TaxQuote {
 	rate, _ := s.rates.Rate(req.Jurisdiction)
 	return TaxQuote{
@@ -619,7 +654,11 @@ func (s *Service) serveTax(w http.ResponseWriter, r *http.Request) {
 	}
 	ps, release, ok := s.enter(w, r, LaneTax, func() {
 		s.fallbacks.WithLabelValues("shed").Inc()
-		s.rejectSaturated(w, LaneTax, map[string]any{"fallback": s.cachedQuote(req, "shed")})
+		fallback := s.cachedQuote(req, "shed")
+		if s.Naive() {
+			fallback = zeroQuote(req, "shed")
+		}
+		s.rejectSaturated(w, LaneTax, map[string]any{"fallback": fallback})
 	})
 	if !ok {
 		return
@@ -665,6 +704,9 @@ func (s *Service) quote(ctx context.Context, req payRequest) TaxQuote {
 			reason = "invalid"
 		}
 		s.fallbacks.WithLabelValues(reason).Inc()
+		if s.Naive() {
+			return zeroQuote(req, reason)
+		}
 		return s.cachedQuote(req, reason)
 	}
 	if Deviation(rate, cached) > RateTolerance {
@@ -682,7 +724,13 @@ func (s *Service) naiveTax(w http.ResponseWriter, r *http.Request, pool *pgxpool
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
-		s.dbFailure(w, r, LaneTax, err, timedOut)
+		if r.Context().Err() == nil {
+			// The shared pool is exhausted: the naive build falls back to
+			// zero tax (ADV-UC-01.2's anti-pattern).
+			p := s.dbProblem(LaneTax, err, timedOut)
+			p.Extra["fallback"] = zeroQuote(req, "database")
+			refservices.WriteProblem(w, p, s.cfg.RetryAfter)
+		}
 		return
 	}
 	defer conn.Release()

@@ -244,9 +244,13 @@ func TestNaiveBuildAuthDegrades(t *testing.T) {
 	// must still hold its connection when the last one is opened.
 	stub.delay.Store(int64(8 * time.Second))
 	var wg sync.WaitGroup
+	taxes := make(chan refservicestest.Response, DefaultSharedLane.Pool+10)
 	for range DefaultSharedLane.Pool + 10 {
 		wg.Add(1)
-		go func() { defer wg.Done(); refservicestest.Do(http.MethodPost, u+"/tax", taxBody, 15*time.Second) }()
+		go func() {
+			defer wg.Done()
+			taxes <- refservicestest.Do(http.MethodPost, u+"/tax", taxBody, 15*time.Second)
+		}()
 	}
 	defer wg.Wait()
 	pools := s.pools.Load()
@@ -264,6 +268,29 @@ func TestNaiveBuildAuthDegrades(t *testing.T) {
 		t.Errorf("naive build: %d of 10 card auths were fast during the tax brownout (%v); want none", fast, seen)
 	}
 	t.Logf("naive card auths during the brownout (status/latency): %v", seen)
+
+	// The tax calls that found the shared pool exhausted fell back to
+	// zero tax, from no table (ADV-UC-01.2's anti-pattern).
+	wg.Wait()
+	close(taxes)
+	zero := 0
+	for r := range taxes {
+		if r.Status != http.StatusServiceUnavailable {
+			continue
+		}
+		var p problemBody
+		if err := json.Unmarshal([]byte(r.Body), &p); err != nil || p.Fallback == nil {
+			t.Errorf("naive tax on an exhausted pool: %d %q, want a fallback quote", r.Status, r.Body)
+			continue
+		}
+		if p.Fallback.TaxCents != 0 || p.Fallback.Rate != 0 || p.Fallback.Source != SourceDefault {
+			t.Errorf("naive tax fallback %+v, want zero tax from source %q", p.Fallback, SourceDefault)
+		}
+		zero++
+	}
+	if zero == 0 {
+		t.Error("no naive tax call found the shared pool exhausted; want the 10 beyond its size to")
+	}
 }
 
 func scrape(t *testing.T, u string) map[string]*dto.MetricFamily {
