@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -241,7 +242,8 @@ func singleProbeFailures(faults ...string) func(t *testing.T, run *record.Run) {
 		if len(pods) != 3 {
 			t.Errorf("readiness results of %d order-gateway pods after %s began, want 3", len(pods), faults[0])
 		}
-		for pod, p := range pods {
+		for _, pod := range slices.Sorted(maps.Keys(pods)) {
+			p := pods[pod]
 			var per []string
 			for i, f := range faults {
 				n := 0
