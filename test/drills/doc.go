@@ -13,13 +13,21 @@
 // hardened probe-tutorial-latency run must report the tutorial's two
 // claimed times beside the measured ones; both orders-rollout runs must
 // show the rollout deleting the three old replicas and completing, with
-// no restart counted for them.
+// no restart counted for them; both orders-db-blips runs must show each
+// blip failing a readiness probe of every replica, and no replica failing
+// three in a row (the drill is about single failed probes).
 //
 // What a twin changes. Its stream, faults, timeline and assertions are
-// the correct drill's; it runs the reference service's naive build
-// (services[].build: naive) and, in five of the eight pairs, the naive
-// build's probes too, as the incidents deployed them:
+// the correct drill's; in eight of the nine pairs it runs the reference
+// service's naive build (services[].build: naive) and, in five of those,
+// the naive build's probes too, as the incidents deployed them; one pair
+// changes the probes alone:
 //
+//   - orders-db-blips: the manifest only (the correct build):
+//     manifests/order-gateway-no-hysteresis.yaml instead of
+//     order-gateway.yaml, readiness acting on one result
+//     (failureThreshold 1, successThreshold 1) instead of 3 and 2, so a
+//     single failed probe takes a replica out of routing.
 //   - orders-rollout: the build only (same manifest): the naive build
 //     exits at once on SIGTERM, the correct one drains.
 //   - orders-cold-start: the naive manifest, as orders-db-brownout: no
@@ -56,13 +64,14 @@
 // manifests (testdata/scenarios/drills/manifests/), whose periods are
 // shorter still: the naive liveness every 1 s against the correct
 // build's every 2 s. A naive failure is thus the build and its probes
-// together; the payment and rollout pairs isolate the build.
+// together; the payment and rollout pairs isolate the build, the blips
+// pair the probes.
 //
 // An invalid measurement (exit 4, e.g. the load generator fell behind its
 // schedule) fails the test with drill's validity message: it is never taken
 // as a pass or as the naive build's failure.
 //
-// The sixteen runs go one after another (about 14 minutes on a 2-core
+// The eighteen runs go one after another (about 16 minutes on a 2-core
 // machine) and need PostgreSQL's server binaries (initdb, postgres), found
 // as drill finds them: on PATH or in /usr/lib/postgresql/<version>/bin.
 // Without them the test skips, saying so, or under CI=true fails. -short

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,7 @@ func checkExpectation(t *testing.T, run *record.Run, declared []string) {
 // validity message.
 func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the sixteen drills take about 14 minutes")
+		t.Skip("-short: the eighteen drills take about 16 minutes")
 	}
 	needPostgres(t)
 	work := workDir(t)
@@ -111,6 +112,8 @@ func TestDrillPairs(t *testing.T) {
 		{file: "orders-cold-start-naive", also: restartedByLiveness("cold-kill")},
 		{file: "orders-vendor-brownout"},
 		{file: "orders-vendor-brownout-naive", also: restartedByLiveness("vendor-slow")},
+		{file: "orders-db-blips", also: singleProbeFailures(blips...)},
+		{file: "orders-db-blips-naive", also: singleProbeFailures(blips...)},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -189,6 +192,79 @@ func restartedByLivenessIn(t *testing.T, run *record.Run, fault string) {
 	}
 	if liveness == 0 {
 		t.Errorf("no-restarts: no evidence names the liveness probe: %s", res.Message)
+	}
+}
+
+// blips are the faults of the orders-db-blips drills, in order.
+var blips = []string{"blip-1", "blip-2", "blip-3", "blip-4"}
+
+// singleProbeFailures checks the premise of the orders-db-blips drills:
+// each of the faults (in the order they begin) made every replica of
+// order-gateway fail at least one readiness probe before the next one
+// began (the last: before the run ended), and no replica failed as many
+// as 3 in a row, the correct build's failureThreshold. So the correct
+// build's verdicts were judged on failed probes that its hysteresis must
+// absorb, and the twin's on the same failures, not on a longer outage.
+func singleProbeFailures(faults ...string) func(t *testing.T, run *record.Run) {
+	return func(t *testing.T, run *record.Run) {
+		t.Helper()
+		starts := make([]time.Duration, 0, len(faults)+1)
+		for _, f := range faults {
+			w, ok := run.Plan.Window("fault:" + f)
+			if !ok {
+				t.Fatalf("the plan has no window fault:%s", f)
+			}
+			starts = append(starts, w.Start)
+		}
+		starts = append(starts, run.Plan.Duration)
+		// Per pod, from the first fault's start: the readiness probes that
+		// failed, and the longest run of failures in a row.
+		type probes struct {
+			failed      []time.Duration
+			inRow, most int
+		}
+		pods := map[string]*probes{}
+		for _, e := range run.Events {
+			if e.Kind != event.ProbeResult || e.Probe != event.ProbeReadiness || e.Service != "order-gateway" || e.At < starts[0] {
+				continue
+			}
+			p := pods[e.Pod]
+			if p == nil {
+				p = &probes{}
+				pods[e.Pod] = p
+			}
+			if e.OK {
+				p.inRow = 0
+				continue
+			}
+			p.failed = append(p.failed, e.At)
+			p.inRow++
+			p.most = max(p.most, p.inRow)
+		}
+		if len(pods) != 3 {
+			t.Errorf("readiness results of %d order-gateway pods after %s began, want 3", len(pods), faults[0])
+		}
+		for _, pod := range slices.Sorted(maps.Keys(pods)) {
+			p := pods[pod]
+			var per []string
+			for i, f := range faults {
+				n := 0
+				for _, at := range p.failed {
+					if at >= starts[i] && at < starts[i+1] {
+						n++
+					}
+				}
+				per = append(per, fmt.Sprintf("%s: %d", f, n))
+				if n == 0 {
+					t.Errorf("%s failed no readiness probe between the start of %s (%s) and %s: the blip never reached its probe",
+						pod, f, assert.FormatOffset(starts[i]), assert.FormatOffset(starts[i+1]))
+				}
+			}
+			t.Logf("%s: failed readiness probes %s; at most %d in a row", pod, strings.Join(per, ", "), p.most)
+			if p.most >= 3 {
+				t.Errorf("%s failed %d readiness probes in a row: a blip outlasted the hysteresis it is meant to test", pod, p.most)
+			}
+		}
 	}
 }
 
