@@ -64,6 +64,23 @@ func metricBound(a scenario.Assertion) (string, error) {
 	return fmt.Sprintf("%s%s %s %s", a.Metric, labelString(a.Labels), a.Op, FormatValue(*a.Value)), nil
 }
 
+// windowSamples returns the samples of a.Metric (series selected by
+// a.Labels) inside the window; with none it sets r's error ("no samples of
+// m{l} in window") and returns nil.
+func windowSamples(in *input, a scenario.Assertion, r *Result) []event.Event {
+	var samples []event.Event
+	for _, e := range metricSamples(in, a.Metric, a.Labels) {
+		if inWindow(in.win, e.At) {
+			samples = append(samples, e)
+		}
+	}
+	if len(samples) == 0 {
+		setError(r, "no samples of %s%s in %s", a.Metric, labelString(a.Labels), r.Window)
+		return nil
+	}
+	return samples
+}
+
 // judgeMetric requires every sample of Metric (series selected by Labels)
 // in the window to satisfy Op Value. The figure is the worst sample: the
 // largest for < and <=, the smallest for > and >=, the first violating one
@@ -75,14 +92,8 @@ func judgeMetric(in *input, a scenario.Assertion, r *Result) {
 		return
 	}
 	r.Bound = "every sample " + bound
-	var samples []event.Event
-	for _, e := range metricSamples(in, a.Metric, a.Labels) {
-		if inWindow(in.win, e.At) {
-			samples = append(samples, e)
-		}
-	}
-	if len(samples) == 0 {
-		setError(r, "no samples of %s%s in %s", a.Metric, labelString(a.Labels), r.Window)
+	samples := windowSamples(in, a, r)
+	if samples == nil {
 		return
 	}
 	worst := samples[0]

@@ -20,14 +20,8 @@ func judgeReached(in *input, a scenario.Assertion, r *Result) {
 		return
 	}
 	r.Bound = "some sample " + bound
-	var samples []event.Event
-	for _, e := range metricSamples(in, a.Metric, a.Labels) {
-		if inWindow(in.win, e.At) {
-			samples = append(samples, e)
-		}
-	}
-	if len(samples) == 0 {
-		setError(r, "no samples of %s%s in %s", a.Metric, labelString(a.Labels), r.Window)
+	samples := windowSamples(in, a, r)
+	if samples == nil {
 		return
 	}
 	var hit *event.Event
