@@ -359,6 +359,13 @@ func TestMetricAndRecovery(t *testing.T) {
 			extra: []string{"samples=15 samples", "violations=0 violations"}},
 		{name: "metric broken in the fault", events: evs, a: metricFault, verdict: Fail, figure: "15 (worst, at t=20.300s)",
 			evidence: []string{`bulkhead_active_workers{instance="pc-0",lane="tax_calc"} = 15`}},
+		{name: "== reports the sample farthest from the value", events: evs, a: func() scenario.Assertion {
+			// In the recovery the tax lane reads 12, 4, 6, then 3: the first
+			// sample off 12 is 4, the farthest 3.
+			m := metric
+			m.Window, m.Op, m.Value = "recovery:db-pause", "==", f64(12)
+			return m
+		}(), verdict: Fail, figure: "3 (worst, at t=39.300s)"},
 		{name: "metric with no samples is an error", events: evs, verdict: Error,
 			a:        func() scenario.Assertion { m := metric; m.Labels = map[string]string{"lane": "fraud_eval"}; return m }(),
 			contains: []string{`no samples of bulkhead_active_workers{lane="fraud_eval"} in baseline`}},

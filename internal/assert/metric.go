@@ -2,6 +2,7 @@ package assert
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -115,7 +116,16 @@ func judgeMetric(in *input, a scenario.Assertion, r *Result) {
 		}
 	}
 	if (a.Op == "==" || a.Op == "!=") && len(bad) > 0 {
+		// For == the worst sample is the one farthest from the value (the
+		// first of them); for != every bad sample equals it (the first).
 		worst = bad[0]
+		if a.Op == "==" {
+			for _, e := range bad[1:] {
+				if math.Abs(e.Value-*a.Value) > math.Abs(worst.Value-*a.Value) {
+					worst = e
+				}
+			}
+		}
 	}
 	r.Figure = Figure{Value: worst.Value, Unit: "value",
 		Text: fmt.Sprintf("%s (worst, at %s)", FormatValue(worst.Value), FormatOffset(worst.At))}
