@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -103,6 +104,8 @@ type Bulkhead struct {
 	lowSince time.Time // RECOVERING: since when active < 60 % (zero: not low)
 	tags     []TagStats
 	changes  []uint64 // transitions into each state
+
+	blocked atomic.Int64 // workers waiting on a remote call now (see Blocked)
 }
 
 // NewBulkhead returns a Bulkhead in state NORMAL. It returns an error when
@@ -302,3 +305,16 @@ func (b *Bulkhead) Workers() int { return b.cfg.Workers }
 
 // QueueCapacity is the queue's capacity.
 func (b *Bulkhead) QueueCapacity() int { return b.cfg.Queue }
+
+// Blocked marks one of the bulkhead's workers as blocked on a remote call
+// (the tax API) until the returned func is called, exactly once. A
+// worker so blocked still holds its permit; [Bulkhead.BlockedWorkers]
+// counts it (MC-FM-01.4: "0 blocked threads in bulkhead_card_auth").
+func (b *Bulkhead) Blocked() (done func()) {
+	b.blocked.Add(1)
+	return func() { b.blocked.Add(-1) }
+}
+
+// BlockedWorkers is how many of the bulkhead's workers are blocked on a
+// remote call now (see [Bulkhead.Blocked]).
+func (b *Bulkhead) BlockedWorkers() int64 { return b.blocked.Load() }

@@ -30,7 +30,10 @@
 //     bulkhead_queue_depth, bulkhead_rejections_total,
 //     bulkhead_admitted_total, bulkhead_max_workers,
 //     bulkhead_queue_capacity, bulkhead_state{state} (1 for the current
-//     state), bulkhead_db_pool_acquired_conns, bulkhead_db_pool_max_conns;
+//     state), bulkhead_db_pool_acquired_conns, bulkhead_db_pool_max_conns,
+//     bulkhead_blocked_workers (workers waiting on the tax API now: only
+//     the tax lane's in the correct build; the shared bulkhead's under
+//     every lane's label in the naive build, MC-FM-01.4);
 //     tax_fallback_total{reason}, tax_cache_drift_total,
 //     retry_storm_blocked_total; fraud_async_queue_depth,
 //     fraud_async_enqueued_total, fraud_async_evaluated_total,
@@ -694,7 +697,12 @@ func (s *Service) quote(ctx context.Context, req payRequest) TaxQuote {
 		s.fallbacks.WithLabelValues("unconfigured").Inc()
 		return s.cachedQuote(req, "unconfigured")
 	}
+	// The caller's worker waits on the tax API: the tax lane's in the
+	// correct build, the one shared bulkhead's in the naive build, where
+	// every lane's label reports it (MC-FM-01.4).
+	unblock := s.bh[LaneTax].Blocked()
 	rate, err := s.tax.Rate(ctx, req.Jurisdiction, req.amount())
+	unblock()
 	if err != nil {
 		reason := "error"
 		switch {
@@ -808,13 +816,14 @@ var (
 	descState      = prometheus.NewDesc("bulkhead_state", "1 for the lane bulkhead's current MC-ST-01 state, else 0.", []string{"lane", "state"}, nil)
 	descPoolUsed   = prometheus.NewDesc("bulkhead_db_pool_acquired_conns", "Connections of the lane's pool in use.", []string{"lane"}, nil)
 	descPoolMax    = prometheus.NewDesc("bulkhead_db_pool_max_conns", "Size of the lane's pool (shared in the naive build).", []string{"lane"}, nil)
+	descBlocked    = prometheus.NewDesc("bulkhead_blocked_workers", "Workers of the lane's bulkhead blocked on the tax API now (the shared bulkhead's, in the naive build).", []string{"lane"}, nil)
 )
 
 // laneCollector reports the bulkheads at scrape time.
 type laneCollector struct{ s *Service }
 
 func (c *laneCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descActive, descQueue, descRejections, descAdmitted, descMaxWorkers, descQueueCap, descState, descPoolUsed, descPoolMax} {
+	for _, d := range []*prometheus.Desc{descActive, descQueue, descRejections, descAdmitted, descMaxWorkers, descQueueCap, descState, descPoolUsed, descPoolMax, descBlocked} {
 		ch <- d
 	}
 }
@@ -831,6 +840,7 @@ func (c *laneCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descAdmitted, prometheus.CounterValue, float64(st.Admitted), name)
 		ch <- prometheus.MustNewConstMetric(descMaxWorkers, prometheus.GaugeValue, float64(b.Workers()), name)
 		ch <- prometheus.MustNewConstMetric(descQueueCap, prometheus.GaugeValue, float64(b.QueueCapacity()), name)
+		ch <- prometheus.MustNewConstMetric(descBlocked, prometheus.GaugeValue, float64(b.BlockedWorkers()), name)
 		cur := b.State()
 		for _, state := range States {
 			v := 0.0

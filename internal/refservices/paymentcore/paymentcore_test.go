@@ -146,6 +146,14 @@ func TestCorrectBuildShedsTaxAndKeepsAuthFast(t *testing.T) {
 	if v := gauge(m, "bulkhead_active_workers", "tax_calc", ""); v != 15 {
 		t.Errorf("bulkhead_active_workers{tax_calc} = %v, want 15", v)
 	}
+	// The tax lane's workers wait on the tax API; card_auth's never do
+	// (MC-FM-01.4).
+	if v := gauge(m, "bulkhead_blocked_workers", "tax_calc", ""); v != 15 {
+		t.Errorf("bulkhead_blocked_workers{tax_calc} = %v, want 15", v)
+	}
+	if v := gauge(m, "bulkhead_blocked_workers", "card_auth", ""); v != 0 {
+		t.Errorf("bulkhead_blocked_workers{card_auth} = %v, want 0", v)
+	}
 
 	// The slow ones complete from the API (3 s < the 10 s timeout), and the
 	// lane drains.
@@ -268,6 +276,11 @@ func TestNaiveBuildAuthDegrades(t *testing.T) {
 		t.Errorf("naive build: %d of 10 card auths were fast during the tax brownout (%v); want none", fast, seen)
 	}
 	t.Logf("naive card auths during the brownout (status/latency): %v", seen)
+	// The shared workers waiting on the tax API are card_auth's too
+	// (MC-FM-01.4's anti-pattern).
+	if v := gauge(scrape(t, u), "bulkhead_blocked_workers", "card_auth", ""); v < 1 {
+		t.Errorf("naive bulkhead_blocked_workers{card_auth} = %v during the brownout, want the shared workers waiting on the tax API", v)
+	}
 
 	// The tax calls that found the shared pool exhausted fell back to
 	// zero tax, from no table (ADV-UC-01.2's anti-pattern).
