@@ -18,7 +18,7 @@
 // three in a row (the drill is about single failed probes).
 //
 // What a twin changes. Its stream, faults, timeline and assertions are
-// the correct drill's; in eight of the nine pairs it runs the reference
+// the correct drill's; in nine of the ten pairs it runs the reference
 // service's naive build (services[].build: naive) and, in five of those,
 // the naive build's probes too, as the incidents deployed them; one pair
 // changes the probes alone:
@@ -38,6 +38,7 @@
 //     readiness and liveness fail with it.
 //   - payment-tax-brownout: the build only (both drills give payment-core
 //     the same inline probes).
+//   - payment-tax-timeout: the build only, as payment-tax-brownout.
 //   - payment-lane-overload: the build only, and two assertions fewer: the
 //     naive build has no card_auth or fraud_eval pool of its own, so its
 //     twin does not count those pools' PostgreSQL backends
@@ -71,7 +72,7 @@
 // schedule) fails the test with drill's validity message: it is never taken
 // as a pass or as the naive build's failure.
 //
-// The eighteen runs go one after another (about 16 minutes on a 2-core
+// The twenty runs go one after another (about 18 minutes on a 2-core
 // machine) and need PostgreSQL's server binaries (initdb, postgres), found
 // as drill finds them: on PATH or in /usr/lib/postgresql/<version>/bin.
 // Without them the test skips, saying so, or under CI=true fails. -short

@@ -89,7 +89,7 @@ func checkExpectation(t *testing.T, run *record.Run, declared []string) {
 // validity message.
 func TestDrillPairs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the eighteen drills take about 16 minutes")
+		t.Skip("-short: the twenty drills take about 18 minutes")
 	}
 	needPostgres(t)
 	work := workDir(t)
@@ -100,6 +100,8 @@ func TestDrillPairs(t *testing.T) {
 		{file: "orders-db-brownout-naive", also: restartedByLiveness("pg-pause")},
 		{file: "payment-tax-brownout"},
 		{file: "payment-tax-brownout-naive"},
+		{file: "payment-tax-timeout"},
+		{file: "payment-tax-timeout-naive"},
 		{file: "payment-lane-overload"},
 		{file: "payment-lane-overload-naive"},
 		{file: "orders-overload-routing"},
