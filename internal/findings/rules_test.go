@@ -361,6 +361,44 @@ func TestFaultOutlastingTheRun(t *testing.T) {
 	}
 }
 
+// TestOverlappingFaultsRecovery: a second fault that starts inside the
+// first and ends after it. The first fault's end falls while the second is
+// still on, so only the second has a recovery finding, never a negative
+// time; the one it has is searched from its own end.
+func TestOverlappingFaultsRecovery(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		on, off     float64
+		wantRecover []string // faults with a recovery finding
+	}{
+		{name: "overlapping, ends after the first", on: 30, off: 45, wantRecover: []string{"db-slow"}},
+		{name: "nested inside the first", on: 25, off: 30, wantRecover: []string{"pg-pause"}},
+		{name: "after the first", on: 40, off: 45, wantRecover: []string{"pg-pause", "db-slow"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRun()
+			r.plan.Actions = append(r.plan.Actions, plan.Action{At: sec(c.on), Kind: plan.FaultOn, Target: "db-slow"},
+				plan.Action{At: sec(c.off), Kind: plan.FaultOff, Target: "db-slow"})
+			r.events = append(r.events, event.Event{At: sec(c.on), Kind: event.FaultOn, Source: "run", Fault: "db-slow"},
+				event.Event{At: sec(c.off), Kind: event.FaultOff, Source: "run", Fault: "db-slow"})
+			r.slow(20, 75, 900*time.Millisecond)
+			var got []string
+			for _, f := range r.compute() {
+				if f.Kind != findings.KindRecovery {
+					continue
+				}
+				got = append(got, f.Fault)
+				if strings.Contains(f.Text, " -") {
+					t.Errorf("recovery finding with a negative time: %s", f.Text)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(c.wantRecover, ",") {
+				t.Errorf("recovery findings for %v, want %v", got, c.wantRecover)
+			}
+		})
+	}
+}
+
 // TestFailuresPerConnection: while no replica is ready, a Service that
 // balances per request answers 503 itself, while one that balances per
 // connection refuses new connections and its kept-alive connections still

@@ -303,24 +303,38 @@ func (c *ctx) baseline(stream string) *measure.Bucket {
 	return b
 }
 
-// nextOn is when the next fault after f turns on (or the run's end).
+// nextOn is when the next fault after f's end turns on (or the run's
+// end). A fault that began while f was on is not "next": it began before
+// f ended.
 func (c *ctx) nextOn(f faultSpan) time.Duration {
 	next := c.end
 	for _, g := range c.faults {
-		if g.on > f.on && g.on < next {
+		if g.name != f.name && g.on >= f.off && g.on < next {
 			next = g.on
 		}
 	}
 	return next
 }
 
+// stillOn names another fault still on when f ended ("" if none): the
+// stream's recovery after f cannot be told from that fault's effect.
+func (c *ctx) stillOn(f faultSpan) string {
+	for _, g := range c.faults {
+		if g.name != f.name && g.on <= f.off && g.off > f.off {
+			return g.name
+		}
+	}
+	return ""
+}
+
 // recovery reports fault off -> the stream's error rate back to the
 // baseline's level and its p99 within a factor of the baseline's, both
 // held for the hold time (docs/DESIGN.md §10), searched until the next
-// fault or the run's end.
+// fault or the run's end. A fault that ends while another is still on has
+// no recovery finding of its own: the one that ends last reports it.
 func (c *ctx) recovery(stream string, f faultSpan) []Finding {
 	base := c.baseline(stream)
-	if base == nil || f.off >= c.end {
+	if base == nil || f.off >= c.end || c.stillOn(f) != "" {
 		return nil
 	}
 	o := c.opt
