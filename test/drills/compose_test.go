@@ -92,21 +92,28 @@ func runLabelled(t *testing.T, run string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestComposeDrillPair runs the CI-size ADR 0077 pair on this machine's
-// Docker engine behind the real Traefik (a service of the Compose file):
-// the correct build must pass, the naive one must fail on exactly the
-// assertions its expect.fail declares (Traefik's 404s, the lost routes,
-// the unhealthy container), both read from Traefik's access log. No
-// container or network of either run may remain.
+// TestComposeDrillPair runs the CI-size ADR 0077 pairs (overload, and
+// PostgreSQL lost after the start) on this machine's Docker engine behind
+// the real Traefik (a service of the Compose file): the correct build must
+// pass, the naive one must fail on exactly the assertions its expect.fail
+// declares (Traefik's 404s, the lost routes, the unhealthy container), both
+// read from Traefik's access log. No container or network of any run may
+// remain.
 func TestComposeDrillPair(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the compose pair takes about 2 minutes")
+		t.Skip("-short: the compose pairs take about 4 minutes")
 	}
 	work := workDir(t)
 	drill, _ := composeSetup(t, work)
-	cases := []drillCase{
-		{file: "compose-adr-0077-overload", also: startupGatePassed},
-		{file: "compose-adr-0077-overload-naive", also: droppedByTraefik},
+	// fault is each drill's fault on the postgres proxy.
+	cases := []struct {
+		drillCase
+		fault string
+	}{
+		{drillCase{file: "compose-adr-0077-overload", also: startupGatePassed}, "overload"},
+		{drillCase{file: "compose-adr-0077-overload-naive", also: droppedByTraefik}, "overload"},
+		{drillCase{file: "compose-adr-0077-db-loss"}, "db-loss"},
+		{drillCase{file: "compose-adr-0077-db-loss-naive", also: droppedByTraefik}, "db-loss"},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -136,7 +143,7 @@ func TestComposeDrillPair(t *testing.T) {
 			if c.also != nil {
 				c.also(t, run)
 			}
-			throughDrillsProxy(t, run)
+			throughDrillsProxy(t, run, c.fault)
 		})
 	}
 }
@@ -172,16 +179,16 @@ func startupGatePassed(t *testing.T, run *record.Run) {
 
 // throughDrillsProxy checks the container reached PostgreSQL through
 // drill's embedded Toxiproxy, listening on the project network's gateway:
-// the proxy saw PostgreSQL answer before t=0, and the latency fault was
-// applied to it.
-func throughDrillsProxy(t *testing.T, run *record.Run) {
+// the proxy saw PostgreSQL answer before t=0, and the drill's fault (named
+// fault) was applied to it.
+func throughDrillsProxy(t *testing.T, run *record.Run, fault string) {
 	t.Helper()
 	answered, faulted := false, false
 	for _, e := range run.Events {
 		if e.Kind == event.DependencyAnswered && e.Labels["proxy"] == "postgres" && e.At < 0 {
 			answered = true
 		}
-		if e.Kind == event.FaultOn && e.Fault == "overload" {
+		if e.Kind == event.FaultOn && e.Fault == fault {
 			faulted = true
 		}
 	}
@@ -189,7 +196,7 @@ func throughDrillsProxy(t *testing.T, run *record.Run) {
 		t.Error("no dependency-answered event of proxy postgres before t=0: the container did not reach PostgreSQL through drill's proxy")
 	}
 	if !faulted {
-		t.Error("no fault-on event of overload: the latency was not applied to the proxy")
+		t.Errorf("no fault-on event of %s: the fault was not applied to the proxy", fault)
 	}
 }
 
