@@ -122,6 +122,7 @@ func registry() map[scenario.AssertionType]judgeFunc {
 		scenario.AssertReady:           judgeReady,
 		scenario.AssertUnroutable:      judgeUnroutable,
 		scenario.AssertDetection:       judgeDetection,
+		scenario.AssertReturn:          judgeReturn,
 		scenario.AssertStartupGate:     judgeStartupGate,
 	}
 }

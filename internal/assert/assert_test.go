@@ -529,6 +529,41 @@ func TestJudgeRouting(t *testing.T) {
 	}
 }
 
+// TestReturn: the correct fixture's replicas come back 1.00 s, 1.20 s and
+// 1.40 s after the pause ended; the return assertion holds the first to
+// minDuration (the hysteresis of MC-FD-01.2) and the last to maxDuration.
+func TestReturn(t *testing.T) {
+	ret := func(min, max time.Duration) scenario.Assertion {
+		a := scenario.Assertion{Type: scenario.AssertReturn, Service: "order-gateway", Window: "recovery:db-pause", Fault: "db-pause"}
+		if min > 0 {
+			a.MinDuration = dur(min)
+		}
+		if max > 0 {
+			a.MaxDuration = dur(max)
+		}
+		return a
+	}
+	noneOut := append(bringUp(), faultEvents()...)
+	for _, c := range []judgeCase{
+		{name: "within both bounds", events: correctEvents(), a: ret(sec, 5*sec), verdict: Pass,
+			figure: "first 1.00s, last 1.40s", extra: []string{"first=1.00s", "last=1.40s", "replicas back=3 replicas"},
+			contains: []string{"3 replicas of order-gateway came back 1.00s to 1.40s after db-pause ended; bound first >= 1.00s, last <= 5.00s after db-pause ended"},
+			evidence: []string{"og-2 back in routing at t=36.403s"}},
+		{name: "back sooner than the hysteresis allows", events: correctEvents(), a: ret(2*sec, 0), verdict: Fail,
+			figure: "first 1.00s, last 1.40s"},
+		{name: "the last one too late", events: correctEvents(), a: ret(0, 1300*ms1), verdict: Fail},
+		{name: "a replica never back", events: naiveEvents(), a: ret(0, 5*sec), verdict: Fail, figure: "never",
+			contains: []string{"none of the 1 replica of order-gateway out of routing when db-pause ended came back"},
+			evidence: []string{"og-1"}},
+		{name: "nothing out of routing at the fault's end", events: noneOut, a: ret(sec, 0), verdict: Error,
+			contains: []string{"no replica of order-gateway was out of routing when db-pause ended"}},
+		{name: "no bound", events: correctEvents(), a: ret(0, 0), verdict: Error,
+			contains: []string{"needs minDuration or maxDuration"}},
+	} {
+		t.Run(c.name, c.run)
+	}
+}
+
 // TestWindowsCutShortAreAborted: when the run's timeline stopped early (its
 // load-end event comes before a window's end), that window is not judged
 // (verdict aborted, never pass), while windows that ended before the stop

@@ -2,6 +2,7 @@ package assert
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -468,8 +469,38 @@ func addDetectionReturn(in *input, a scenario.Assertion, pods map[string]bool, r
 			break
 		}
 	}
-	// Pods out of service at fault off: last readiness event Unready, or
-	// last endpoint event not ready / removed.
+	out, back := returnTimes(in, pods, off, time.Duration(math.MaxInt64))
+	if len(out) == 0 {
+		return
+	}
+	var worst time.Duration
+	var missing []string
+	for _, p := range out {
+		d, ok := back[p]
+		if !ok {
+			missing = append(missing, p)
+			continue
+		}
+		if d > worst {
+			worst = d
+		}
+	}
+	if len(missing) > 0 {
+		r.Extra = append(r.Extra, Figure{Name: "return", Unit: "ms", Value: -1,
+			Text: "never: " + strings.Join(missing, ", ") + " not back in the slice after " + f + " off"})
+		return
+	}
+	d := durFigure("return", worst)
+	d.Text += fmt.Sprintf(" (%s off -> %s back in the slice)", f, plural(len(out), "pod"))
+	r.Extra = append(r.Extra, d)
+}
+
+// returnTimes finds the pods out of routing at off (their last readiness
+// event Unready, or their last endpoint event not ready or removed; pods
+// deleted before off are left out), sorted, and for each one that came
+// back by until the time from off to its return: Ready, then its endpoint
+// ready again.
+func returnTimes(in *input, pods map[string]bool, off, until time.Duration) ([]string, map[string]time.Duration) {
 	podReady := map[string]bool{}
 	epIn := map[string]bool{}
 	for _, e := range in.events {
@@ -496,18 +527,16 @@ func addDetectionReturn(in *input, a scenario.Assertion, pods map[string]bool, r
 			out = append(out, p)
 		}
 	}
-	if len(out) == 0 {
-		return
-	}
 	sort.Strings(out)
-	var worst time.Duration
-	var missing []string
+	back := map[string]time.Duration{}
 	for _, p := range out {
-		back := time.Duration(-1)
 		ready := podReady[p]
 		for _, e := range in.events {
 			if e.At <= off || e.Pod != p {
 				continue
+			}
+			if e.At > until {
+				break
 			}
 			if e.Kind == event.PodReady {
 				ready = true
@@ -516,26 +545,91 @@ func addDetectionReturn(in *input, a scenario.Assertion, pods map[string]bool, r
 				ready = false
 			}
 			if e.Kind == event.EndpointReady && ready {
-				back = e.At - off
+				back[p] = e.At - off
 				break
 			}
 		}
-		if back < 0 {
-			missing = append(missing, p)
-			continue
-		}
-		if back > worst {
-			worst = back
-		}
 	}
-	if len(missing) > 0 {
-		r.Extra = append(r.Extra, Figure{Name: "return", Unit: "ms", Value: -1,
-			Text: "never: " + strings.Join(missing, ", ") + " not back in the slice after " + f + " off"})
+	return out, back
+}
+
+// judgeReturn measures, for each replica of the service out of routing when
+// the fault ended, the time from the fault's end to its return to routing
+// within the window, and holds the earliest to MinDuration and the latest
+// to MaxDuration (MC-FD-01.2: back only after successThreshold successful
+// probes). A replica that never came back fails it.
+func judgeReturn(in *input, a scenario.Assertion, r *Result) {
+	pods, ok := servicePods(in, a, r)
+	if !ok {
 		return
 	}
-	d := durFigure("return", worst)
-	d.Text += fmt.Sprintf(" (%s off -> %s back in the slice)", f, plural(len(out), "pod"))
-	r.Extra = append(r.Extra, d)
+	f := faultOf(in, a)
+	if f == "" {
+		setError(r, "return assertion needs a fault: set fault or use a fault:/recovery: window")
+		return
+	}
+	_, off, ok := faultSpan(in, f)
+	if !ok {
+		setError(r, "fault %q is neither in the plan nor in the event log", f)
+		return
+	}
+	var bounds []string
+	if a.MinDuration != nil {
+		bounds = append(bounds, fmt.Sprintf("first >= %s", FormatDuration(a.MinDuration.D())))
+	}
+	if a.MaxDuration != nil {
+		bounds = append(bounds, fmt.Sprintf("last <= %s", FormatDuration(a.MaxDuration.D())))
+	}
+	if len(bounds) == 0 {
+		setError(r, "return assertion needs minDuration or maxDuration")
+		return
+	}
+	r.Bound = strings.Join(bounds, ", ") + " after " + f + " ended"
+	out, back := returnTimes(in, pods, off, in.win.End)
+	if len(out) == 0 {
+		setError(r, "no replica of %s was out of routing when %s ended (%s): no return to judge", a.Service, f, FormatOffset(off))
+		return
+	}
+	first, last := time.Duration(math.MaxInt64), time.Duration(-1)
+	var missing []string
+	for _, p := range out {
+		d, ok := back[p]
+		if !ok {
+			missing = append(missing, p)
+			r.Evidence = append(r.Evidence, Evidence{At: in.win.End, Pod: p,
+				Detail: fmt.Sprintf("not back in routing by %s", FormatOffset(in.win.End))})
+			continue
+		}
+		first, last = min(first, d), max(last, d)
+		r.Evidence = append(r.Evidence, Evidence{At: off + d, Pod: p,
+			Detail: fmt.Sprintf("back in routing at %s, %s after %s ended", FormatOffset(off+d), FormatDuration(d), f)})
+	}
+	r.Extra = []Figure{countFigure("replicas out", len(out), "replica"), countFigure("replicas back", len(back), "replica")}
+	if len(back) == 0 {
+		r.Verdict = Fail
+		r.Figure = Figure{Value: -1, Unit: "ms", Text: "never"}
+		r.Message = fmt.Sprintf("none of the %s of %s out of routing when %s ended came back in %s; bound %s",
+			plural(len(out), "replica"), a.Service, f, r.Window, r.Bound)
+		return
+	}
+	r.Extra = append(r.Extra, durFigure("first", first), durFigure("last", last))
+	r.Figure = durFigure("", first)
+	r.Figure.Text = fmt.Sprintf("first %s, last %s", FormatDuration(first), FormatDuration(last))
+	ok = len(missing) == 0
+	if a.MinDuration != nil && first < a.MinDuration.D() {
+		ok = false
+	}
+	if a.MaxDuration != nil && last > a.MaxDuration.D() {
+		ok = false
+	}
+	r.Verdict = verdict(ok)
+	r.Message = fmt.Sprintf("%s of %s came back %s to %s after %s ended", plural(len(back), "replica"), a.Service,
+		FormatDuration(first), FormatDuration(last), f)
+	if len(missing) > 0 {
+		r.Message += fmt.Sprintf("; %s never did (%s)", plural(len(missing), "replica"), strings.Join(missing, ", "))
+	}
+	r.Message += "; bound " + r.Bound
+	capEvidence(r)
 }
 
 // judgeFlaps counts ready/unready transitions per pod in the window

@@ -10,6 +10,7 @@ const (
 	AssertUnroutable      AssertionType = "unroutable"       // Service, MaxDuration, AfterFaultEnd, Fault
 	AssertDetection       AssertionType = "detection"        // Service, MaxDuration, Fault, Percentile (default p100)
 	AssertStartupGate     AssertionType = "startup-gate"     // Service, Proxy optional; window run
+	AssertReturn          AssertionType = "return"           // Service, MinDuration and/or MaxDuration, Fault
 )
 
 var restartsSpec = AssertionSpec{
@@ -107,6 +108,40 @@ var detectionSpec = AssertionSpec{
 		c.checkFaultRef()
 		if !c.faultKnown() {
 			c.errorf("", "a detection assertion needs fault (whose start starts the clock), or a fault:<name> or recovery:<name> window")
+		}
+	},
+}
+
+// returnSpec is the readiness hysteresis on the way back (HEALTH-ORD-001
+// MC-FD-01.2: Unready -> Ready only after 2 consecutive successful probes):
+// a replica must not come back sooner than its successThreshold allows.
+var returnSpec = AssertionSpec{
+	Type:   AssertReturn,
+	Live:   LiveOnEvents,
+	Fields: []AssertionField{{Key: "service", Required: true}, {Key: "minDuration"}, {Key: "maxDuration"}, {Key: "fault"}},
+	Doc: "For each replica out of routing when the fault ended, measures the time from " +
+		"the fault's end to the replica back in routing (Ready, and its endpoint ready " +
+		"again) within the window, and passes when the earliest return is at least " +
+		"minDuration and the latest at most maxDuration (either bound, or both). A " +
+		"replica that never came back in the window fails it; with no replica out of " +
+		"routing at the fault's end there is nothing to judge (an error). The fault is " +
+		"fault, else that of a fault:/recovery: window, else the scenario's only one.",
+	Example: `- type: return
+  service: order-gateway
+  fault: pg-pause
+  minDuration: 4.5s
+  maxDuration: 15s
+  window: recovery:pg-pause`,
+	check: func(c *assertionCheck) {
+		c.checkFaultRef()
+		if !c.faultKnown() {
+			c.errorf("", "a return assertion needs fault (whose end starts the clock), or a fault:<name> or recovery:<name> window")
+		}
+		if c.a.MinDuration == nil && c.a.MaxDuration == nil {
+			c.errorf("", "a return assertion needs minDuration, maxDuration or both")
+		}
+		if c.a.MinDuration != nil && c.a.MaxDuration != nil && c.a.MinDuration.D() > c.a.MaxDuration.D() {
+			c.errorf("minDuration", "minDuration %s is above maxDuration %s", c.a.MinDuration.D(), c.a.MaxDuration.D())
 		}
 	},
 }

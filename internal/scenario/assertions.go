@@ -72,15 +72,20 @@ type Assertion struct {
 	Hold *Duration `yaml:"hold,omitempty" json:"hold,omitempty"`
 	// Within bounds the recovery time from the fault's end (recovery).
 	Within *Duration `yaml:"within,omitempty" json:"within,omitempty"`
-	// Fault names the fault whose end starts the recovery clock (recovery),
-	// whose start starts the detection clock (detection), or after whose
-	// end unroutable time counts (unroutable with afterFaultEnd); default
-	// the fault of the window.
+	// Fault names the fault whose end starts the recovery clock (recovery,
+	// return), whose start starts the detection clock (detection), or
+	// after whose end unroutable time counts (unroutable with
+	// afterFaultEnd); default the fault of the window.
 	Fault string `yaml:"fault,omitempty" json:"fault,omitempty"`
 	// MaxDuration bounds a span of time: the longest interval with no ready
-	// endpoint (unroutable) or the time from the fault's start to its
-	// replicas going unready (detection).
+	// endpoint (unroutable), the time from the fault's start to its
+	// replicas going unready (detection), or from the fault's end to the
+	// last replica back in routing (return).
 	MaxDuration *Duration `yaml:"maxDuration,omitempty" json:"maxDuration,omitempty"`
+	// MinDuration bounds the time from the fault's end to the first
+	// replica back in routing from below (return: readiness hysteresis,
+	// MC-FD-01.2).
+	MinDuration *Duration `yaml:"minDuration,omitempty" json:"minDuration,omitempty"`
 	// AfterFaultEnd counts only the unroutable time after the fault ended
 	// (unroutable); default false: all of it in the window.
 	AfterFaultEnd *bool `yaml:"afterFaultEnd,omitempty" json:"afterFaultEnd,omitempty"`
@@ -288,6 +293,9 @@ func (v *validator) assertionValues(c *assertionCheck, sp *AssertionSpec) {
 	positive("within", a.Within)
 	if a.MaxDuration != nil && a.MaxDuration.D() < 0 {
 		c.errorf("maxDuration", "maxDuration must not be negative")
+	}
+	if a.MinDuration != nil && a.MinDuration.D() < 0 {
+		c.errorf("minDuration", "minDuration must not be negative")
 	}
 	// A kind that takes fault checks the name in its own check, where its
 	// other rules about the fault are.

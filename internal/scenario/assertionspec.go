@@ -89,6 +89,7 @@ var assertionSpecs = []*AssertionSpec{
 	&endpointRemovalSpec,
 	&unroutableSpec,
 	&detectionSpec,
+	&returnSpec,
 	&startupGateSpec,
 	&latencyAssertionSpec,
 	&errorRateSpec,
