@@ -104,6 +104,9 @@ var podKillSpec = FaultSpec{
 		if svc == nil {
 			return
 		}
+		if s.Environment.Type == EnvCompose {
+			return // the Compose file's containers: composePlatformFault
+		}
 		if s.Environment.Type == EnvKubernetes {
 			// The replicas are the Deployment's, known when the fault
 			// starts: only the form of a pod's name is checked here.
@@ -164,6 +167,9 @@ var rolloutSpec = FaultSpec{
 		svc := serviceNamed(s, f.Service)
 		if svc == nil {
 			return
+		}
+		if s.Environment.Type == EnvCompose {
+			return // no surge in Compose: composePlatformFault
 		}
 		surge, unav := RolloutBounds(*f)
 		if s.Environment.Type == EnvKubernetes {
