@@ -439,5 +439,5 @@ func undoComposePods(ctx context.Context, e Entry) (detail string, gone bool, er
 	if len(started) == 0 {
 		return fmt.Sprintf("no container of Compose service %s left stopped by fault %s", e.Service, e.Fault), true, nil
 	}
-	return fmt.Sprintf("started again %s (stopped by fault %s)", strings.Join(started, ", "), e.Fault), false, nil
+	return "started again " + strings.Join(started, ", "), false, nil
 }

@@ -251,7 +251,7 @@ func TestComposePodsCleanupAfterKill(t *testing.T) {
 	if on, _ := running(t, ctx, ctrs[0].ID); !on {
 		t.Fatalf("stubborn does not run after cleanup; report %+v", rep)
 	}
-	if len(rep.Removed) != 1 || !strings.Contains(rep.Removed[0].String(), "started again "+ctrs[0].Name+" (stopped by fault roll)") {
+	if len(rep.Removed) != 1 || !strings.Contains(rep.Removed[0].String(), "containers of Compose service stubborn stopped by fault roll: started again "+ctrs[0].Name) {
 		t.Errorf("cleanup report %+v; want stubborn started again", rep)
 	}
 	rep, err = Cleanup(ctx, CleanupOptions{StateDir: state, RunID: env.RunID})
