@@ -259,3 +259,51 @@ func TestComposePodsCleanupAfterKill(t *testing.T) {
 		t.Errorf("second cleanup: %+v, %v; want nothing to do", rep, err)
 	}
 }
+
+// TestComposeRolloutCutShort: a rollout whose fault ends while it stops
+// a container (SIGTERM ignored, SIGKILL after the 2 s grace) stops where
+// it is only once that container runs again: the Revert says the rollout
+// did not complete, nothing is left stopped, and a second call is quiet.
+func TestComposeRolloutCutShort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, state := testEnv(t, nil)
+	st := composeStack(t, ctx, env.RunID)
+	rec := &eventtest.Recorder{}
+	env.Compose = &ComposeEnv{Stack: st, Events: rec, Now: event.NewClock().Now}
+	inj, err := Build(scenario.Fault{Name: "roll", Type: scenario.FaultRollout, Service: "stubborn"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revert, err := inj.Inject(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer rcancel()
+	began := time.Now()
+	err = revert(rctx)
+	if err == nil || !strings.Contains(err.Error(), "rollout of Compose service stubborn did not complete by the fault's end") {
+		t.Fatalf("revert: %v; want the rollout cut short", err)
+	}
+	if took := time.Since(began); took < 1500*time.Millisecond {
+		t.Errorf("revert returned after %s, before the stop under way (2 s grace) was over", took)
+	}
+	c := st.Container("stubborn")
+	if on, _ := running(t, ctx, c.ID); !on {
+		t.Fatal("the rollout cut short left stubborn stopped")
+	}
+	if err := revert(ctx); err != nil {
+		t.Errorf("second revert: %v; want nil (said once)", err)
+	}
+	entries, err := ReadJournal(JournalPath(state, env.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := Pending(entries); len(p) != 0 {
+		t.Errorf("journal entries still pending: %+v", p)
+	}
+	if _, ok := rec.Find(func(e event.Event) bool { return e.Reason == "RolloutComplete" }); ok {
+		t.Error("a RolloutComplete note for a rollout cut short")
+	}
+}
