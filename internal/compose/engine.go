@@ -44,6 +44,8 @@ type Docker interface {
 	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
 	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
+	ContainerKill(ctx context.Context, id string, options client.ContainerKillOptions) (client.ContainerKillResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
 	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
 	NetworkRemove(ctx context.Context, id string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
@@ -241,6 +243,12 @@ func (st *Stack) start(ctx context.Context, s composefile.Service) error {
 		Entrypoint: s.Entrypoint,
 		Cmd:        s.Command,
 		Hostname:   s.Name,
+	}
+	if s.StopGrace > 0 {
+		// The engine's stop timeout, in seconds: docker stop (and drill's
+		// pod-kill and rollout) wait this long after SIGTERM.
+		secs := int(s.StopGrace / time.Second)
+		cfg.StopTimeout = &secs
 	}
 	if h := s.Health; h != nil {
 		hc := &container.HealthConfig{Test: h.Test, Interval: h.Interval, Timeout: h.Timeout,

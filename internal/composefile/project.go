@@ -73,6 +73,24 @@ type Service struct {
 	// (/var/run/docker.sock), which a Traefik with the Docker provider
 	// reads.
 	Binds []Bind
+	// StopGrace is stop_grace_period: how long the engine waits after
+	// SIGTERM before it sends SIGKILL when the container is stopped, in
+	// whole seconds (the Engine API's unit); 0 when the file does not set
+	// it (the engine's default, [DefaultStopGrace]).
+	StopGrace time.Duration
+}
+
+// DefaultStopGrace is the Docker engine's stop timeout for a container
+// whose configuration sets none: SIGKILL 10 s after SIGTERM.
+const DefaultStopGrace = 10 * time.Second
+
+// Grace returns the service's stop grace period: StopGrace, or
+// [DefaultStopGrace] when the file sets none.
+func (s Service) Grace() time.Duration {
+	if s.StopGrace > 0 {
+		return s.StopGrace
+	}
+	return DefaultStopGrace
 }
 
 // Port is one published port: the container's TCP port Target on
@@ -122,7 +140,7 @@ var supportedServiceKeys = map[string]bool{
 	"image": true, "build": true, "command": true, "entrypoint": true,
 	"environment": true, "labels": true, "healthcheck": true,
 	"restart": true, "depends_on": true, "cpus": true, "ports": true,
-	"volumes": true,
+	"volumes": true, "stop_grace_period": true,
 }
 
 // supportedTopKeys are the top-level keys drill accepts (name only names
@@ -239,6 +257,13 @@ func fromProject(file string, p *types.Project) (*Project, error) {
 				hc.Retries = int(*h.Retries)
 			}
 			svc.Health = hc
+		}
+		if g := s.StopGracePeriod; g != nil {
+			d := time.Duration(*g)
+			if d <= 0 || d%time.Second != 0 {
+				return nil, fmt.Errorf("%s: services.%s.stop_grace_period: %s %w: the engine's stop timeout is a whole number of seconds above 0 (e.g. 10s)", file, n, d, ErrUnsupported)
+			}
+			svc.StopGrace = d
 		}
 		for i, pc := range s.Ports {
 			port, err := fromPort(pc)

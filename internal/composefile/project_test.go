@@ -267,3 +267,41 @@ func TestParseRoutesAcrossContainers(t *testing.T) {
 		t.Errorf("routes %+v", rs)
 	}
 }
+
+// TestLoadStopGrace: stop_grace_period is the container's stop timeout,
+// a whole number of seconds (the Engine API's unit); unset is the
+// engine's 10 s.
+func TestLoadStopGrace(t *testing.T) {
+	for _, tt := range []struct {
+		value string // "" leaves the key out
+		grace time.Duration
+		want  string
+	}{
+		{value: "", grace: DefaultStopGrace},
+		{value: "30s", grace: 30 * time.Second},
+		{value: "1m", grace: time.Minute},
+		{value: "1500ms", want: "services.api.stop_grace_period: 1.5s not supported by drill: the engine's stop timeout is a whole number of seconds"},
+	} {
+		yml := "services:\n  api:\n    image: x\n"
+		if tt.value != "" {
+			yml += "    stop_grace_period: " + tt.value + "\n"
+		}
+		path := filepath.Join(t.TempDir(), "compose.yaml")
+		if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Load(context.Background(), path, "p", nil)
+		if tt.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%q: err %v, want %q", tt.value, err, tt.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.value, err)
+		}
+		if g := p.Services[0].Grace(); g != tt.grace {
+			t.Errorf("%q: grace %s, want %s", tt.value, g, tt.grace)
+		}
+	}
+}

@@ -175,6 +175,9 @@ func undoEntry(ctx context.Context, opts CleanupOptions, e Entry) (detail string
 	if e.Kind == KindLocalPods {
 		return undoLocalPods(ctx, e)
 	}
+	if e.Kind == KindComposePods {
+		return undoComposePods(ctx, e)
+	}
 	if e.Kind == KindKubePods {
 		return fmt.Sprintf("pods %s of namespace %s were deleted; nothing to undo: their ReplicaSet replaces them",
 			strings.Join(e.Pods, ", "), e.Namespace), true, nil

@@ -86,6 +86,9 @@ type Env struct {
 	// Kube is the cluster of a kubernetes run, whose services' pods and
 	// Deployments pod-kill and rollout act on; nil in other environments.
 	Kube *KubeEnv
+	// Compose is the project of a compose run, whose services'
+	// containers pod-kill and rollout act on; nil in other environments.
+	Compose *ComposeEnv
 	// Docker pauses containers; nil: a client for the local Docker engine is
 	// created on first use.
 	Docker ContainerPauser

@@ -102,6 +102,13 @@ type Entry struct {
 	// it was cordoned before, so cleanup leaves it so.
 	Node        string `json:"node,omitempty"`
 	WasCordoned bool   `json:"wasCordoned,omitempty"`
+	// Containers are the engine ids of a Compose service's containers a
+	// pod-kill or rollout acts on (KindComposePods; Pods are their
+	// names); Stopping those being stopped when the entry was written;
+	// GraceSeconds the service's stop grace period.
+	Containers   []string `json:"containers,omitempty"`
+	Stopping     []string `json:"stopping,omitempty"`
+	GraceSeconds int      `json:"graceSeconds,omitempty"`
 }
 
 // Journal is an append-only JSON-lines file per run, synced to disk after

@@ -42,6 +42,9 @@ func newPodKill(f scenario.Fault, env *Env) (Injector, error) {
 		if sel, ok := env.kubeSelector(f.Service); ok {
 			return newKubePodKill(f, env, sel), nil
 		}
+		if ce, ctrs, ok := env.composeService(f.Service); ok {
+			return newComposePodKill(f, env, ce, ctrs)
+		}
 		if f.Evict != nil {
 			return nil, fmt.Errorf("evict: applies only to a service of a kubernetes run")
 		}

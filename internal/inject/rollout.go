@@ -34,6 +34,12 @@ func newRollout(f scenario.Fault, env *Env) (Injector, error) {
 		if _, ok := env.kubeSelector(f.Service); ok {
 			return &kubeRollout{fault: f, env: env, k: env.Kube}, nil
 		}
+		if ce, ctrs, ok := env.composeService(f.Service); ok {
+			if f.MaxSurge != nil || f.MaxUnavailable != nil {
+				return nil, fmt.Errorf("maxSurge, maxUnavailable: a Compose service is rolled one container after another (Compose has no surge); leave them out")
+			}
+			return &composeRollout{fault: f, env: env, ce: ce, ctrs: ctrs}, nil
+		}
 		return nil, fmt.Errorf("service: %q is not a local service of this run; known: %s", f.Service, mapKeys(env.Services))
 	}
 	return &rollout{fault: f, env: env, svc: svc}, nil

@@ -31,8 +31,9 @@ type Leftover struct {
 	// Cgroup is a run's cgroup not yet removed.
 	Cgroup string `json:"cgroup,omitempty"`
 	// Service is the local service of a pod-kill or rollout fault
-	// (KindLocalPods), or the kubernetes service of one (KindKubePods,
-	// KindKubeDeployment); Fault the fault.
+	// (KindLocalPods), the Compose service of one (KindComposePods), or
+	// the kubernetes service of one (KindKubePods, KindKubeDeployment);
+	// Fault the fault.
 	Service string `json:"service,omitempty"`
 	Fault   string `json:"fault,omitempty"`
 }
@@ -60,6 +61,12 @@ func (l Leftover) String() string {
 		return "cgroup " + l.Cgroup
 	case KindLocalPods:
 		s := fmt.Sprintf("pods of local service %s ended by fault %s", l.Service, l.Fault)
+		if l.Detail != "" {
+			s += ": " + l.Detail
+		}
+		return s
+	case KindComposePods:
+		s := fmt.Sprintf("containers of Compose service %s stopped by fault %s", l.Service, l.Fault)
 		if l.Detail != "" {
 			s += ": " + l.Detail
 		}

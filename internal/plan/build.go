@@ -1,12 +1,14 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/drillhq/drill/internal/composefile"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -166,7 +168,9 @@ func describeRetry(r *scenario.Retry, attempts int) string {
 // rollout also names the bounds it will run with (see [rolloutBounds]).
 func describeFault(s *scenario.Scenario, f scenario.Fault) string {
 	parts := append([]string{string(f.Type)}, f.AttributeText()...)
-	if f.Type == scenario.FaultRollout {
+	if s.Environment.Type == scenario.EnvCompose && (f.Type == scenario.FaultRollout || f.Type == scenario.FaultPodKill) {
+		parts = append(parts, composePlatform(s, f))
+	} else if f.Type == scenario.FaultRollout {
 		if b := rolloutBounds(s, f); b != "" {
 			parts = append(parts, b)
 		}
@@ -187,6 +191,32 @@ func describeFault(s *scenario.Scenario, f scenario.Fault) string {
 		parts = append(parts, "on service "+f.Service)
 	}
 	return strings.Join(parts, " ") + fmt.Sprintf(" for %s", f.For.D())
+}
+
+// composePlatform says how a pod-kill or rollout of a Compose service
+// goes: its one container stopped with the service's stop grace period
+// (the Compose file's stop_grace_period, or the engine's 10 s) and
+// started again by drill; a rollout does so one container after another.
+func composePlatform(s *scenario.Scenario, f scenario.Fault) string {
+	grace := "the service's stop grace period"
+	if c := s.Environment.Compose; c != nil {
+		blank := make(map[string]string, len(c.Env)) // values do not matter here
+		for k := range c.Env {
+			blank[k] = ""
+		}
+		if p, err := composefile.Load(context.Background(), s.ComposePath(), c.Project, blank); err == nil {
+			if svc, ok := p.Service(f.Service); ok {
+				grace = "stop grace period " + svc.Grace().String()
+			}
+		}
+	}
+	if f.Type == scenario.FaultRollout {
+		return "(one container after another, each stopped with its " + grace + ", started again by drill and serving before the next: Compose has no surge)"
+	}
+	if f.Signal == scenario.SignalKill {
+		return "(the container is killed, then started again by drill)"
+	}
+	return "(the container is stopped with its " + grace + ", then started again by drill)"
 }
 
 // rolloutBounds says which maxSurge and maxUnavailable a rollout of s runs

@@ -138,6 +138,7 @@ func TestPrintBringUpGolden(t *testing.T) {
 		{"scenarios/k8s/orders-db-brownout.yaml", "k8s-orders-db-brownout.txt"},
 		{"testdata/scenarios/drills/compose-adr-0077-overload.yaml", "compose-adr-0077-overload.txt"},
 		{"testdata/scenarios/valid/platform-faults.yaml", "platform-faults.txt"},
+		{"internal/plan/testdata/scenarios/compose-platform-faults.yaml", "compose-platform-faults.txt"},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			t.Parallel()

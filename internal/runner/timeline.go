@@ -72,6 +72,11 @@ func (r *run) newTimeline() (*timeline, error) {
 			Events: r.evlog, Now: r.clock.Now,
 		}
 	}
+	if cr := r.env.compose; cr != nil && cr.stack != nil {
+		// pod-kill and rollout of a Compose service stop its container
+		// and start it again; the watcher reports what the engine does.
+		ienv.Compose = &inject.ComposeEnv{Stack: cr.stack, Events: r.evlog, Now: r.clock.Now}
+	}
 	tl := &timeline{r: r}
 	tl.faults = newFaultScheduler(runClock(r.clock), r.log, r.evlog, r.stack, tl.abort)
 	for _, f := range r.sc.Faults {

@@ -250,3 +250,51 @@ func (v *validator) composeTarget(f *Fault) bool {
 	_, ok := v.compose.Service(f.Dependency)
 	return ok
 }
+
+// composePlatformFault checks a pod-kill or rollout of a Compose service
+// (faults[i] at p): drill runs each Compose service as one container, so
+// a pod-kill chooses at most that one (named <service>-0) and a rollout
+// restarts it with no surge; the Traefik drill reads routing from is not
+// a target (its access log would end), nor is a service drill reaches on
+// a host port the engine picks (a container started again gets another
+// one, and ${services.NAME.url} would go stale).
+func (v *validator) composePlatformFault(p string, f *Fault) {
+	if v.compose == nil {
+		return // a file that did not load is reported by composeEnv
+	}
+	cs, ok := v.compose.Service(f.Service)
+	if !ok {
+		return // reported by composeEnv
+	}
+	switch f.Type {
+	case FaultPodKill:
+		if f.Count != nil && *f.Count > 1 {
+			v.errorf(p+".count", "count %d is above the 1 container of Compose service %s: drill runs each Compose service as one container (no scale, no deploy.replicas)", *f.Count, cs.Name)
+		}
+		for _, pod := range f.Pods {
+			if pod != cs.Name+"-0" {
+				v.errorf(p+".pods", "no container %q: Compose service %s has one container, %s-0", pod, cs.Name, cs.Name)
+			}
+		}
+	case FaultRollout:
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"maxSurge", f.MaxSurge != nil}, {"maxUnavailable", f.MaxUnavailable != nil}} {
+			if k.set {
+				v.errorf(p+"."+k.key, "%s does not apply in a compose environment: drill rolls a Compose service one container after another "+
+					"(stopped with its grace period, started again, serving before the next), as Compose has no surge", k.key)
+			}
+		}
+	}
+	c := v.s.Environment.Compose
+	if c.Traefik != nil && c.Traefik.Service == cs.Name {
+		v.errorf(p+".service", "%s is the Traefik drill reads routing from (its API and access log): a %s of it would end the access log drill follows; fault the services behind it", cs.Name, f.Type)
+		return
+	}
+	if c.Traefik == nil && len(cs.Ports) > 0 && cs.Ports[0].HostPort == 0 {
+		v.errorf(p+".service", "a %s of %s starts its container again, and the engine publishes it on a new host port it picks (%s::%d), so ${services.%s.url} would go stale: "+
+			"publish a fixed host port (\"%s:PORT:%d\") or route through Traefik (environment.compose.traefik)",
+			f.Type, cs.Name, cs.Ports[0].HostIP, cs.Ports[0].Target, cs.Name, cs.Ports[0].HostIP, cs.Ports[0].Target)
+	}
+}

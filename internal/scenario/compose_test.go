@@ -106,6 +106,15 @@ func TestComposeEnvironment(t *testing.T) {
 		{name: "container-pause of no Compose service", service: "api", compose: "services:\n  api:\n    image: x\n",
 			extra: "faults:\n  - {name: freeze, type: container-pause, dependency: db, at: 2s, for: 2s}\n",
 			want:  []string{`faults[0].dependency: no dependency named "db"`}},
+		{name: "pod-kill and rollout of a Compose service on a fixed port", service: "api",
+			compose: "services:\n  api:\n    image: x\n    ports: [\"127.0.0.1:18080:80\"]\n    stop_grace_period: 3s\n",
+			extra: "faults:\n  - {name: kill, type: pod-kill, service: api, pods: [api-0], signal: SIGKILL, at: 2s, for: 2s}\n" +
+				"  - {name: roll, type: rollout, service: api, at: 5s, for: 4s}\n"},
+		{name: "pod-kill of a Compose service behind Traefik", service: "api", compose: traefikCompose(true, ""),
+			extra: "traefik+faults:\n  - {name: kill, type: pod-kill, service: api, percent: 100, seed: 3, at: 2s, for: 2s}\n"},
+		{name: "pod-kill of a Compose service on a port the engine picks", service: "api", compose: "services:\n  api:\n    image: x\n    ports: [\"127.0.0.1::80\"]\n",
+			extra: "faults:\n  - {name: kill, type: pod-kill, service: api, at: 2s, for: 2s}\n",
+			want:  []string{"faults[0].service: a pod-kill of api starts its container again, and the engine publishes it on a new host port it picks"}},
 		{name: "local keys refused", service: "api", compose: "services:\n  api:\n    image: x\n",
 			extra: "    replicas: 2\n", want: []string{"services[0].replicas: replicas does not apply to a compose service"}},
 	}
@@ -116,6 +125,10 @@ func TestComposeEnvironment(t *testing.T) {
 				t.Fatal(err)
 			}
 			sc := strings.ReplaceAll(strings.ReplaceAll(composeScenario, "%FILE%", "compose.yaml"), "%SERVICE%", tt.service)
+			if t, f, ok := strings.Cut(tt.extra, "+faults:"); ok {
+				sc += "faults:" + f
+				tt.extra = t
+			}
 			switch {
 			case strings.HasPrefix(tt.extra, "traefik") || tt.extra == "allow":
 				var keys string

@@ -8,9 +8,11 @@ import (
 
 // The fault kinds of the platform: they end a service's pods as the
 // platform would (a deleted pod, a rolling restart), and the runtime
-// replaces them. Local and kubernetes environments; in kubernetes mode
-// the service's pods are those of its selector and its Deployment is the
-// one of the same name in the run's namespace.
+// replaces them. Local, kubernetes and (pod-kill, rollout) compose
+// environments; in kubernetes mode the service's pods are those of its
+// selector and its Deployment is the one of the same name in the run's
+// namespace; in compose mode a service's pod is its one container, which
+// drill stops and starts again.
 const (
 	// FaultPodKill ends some pods of a service; the runtime replaces them.
 	FaultPodKill FaultType = "pod-kill"
@@ -63,7 +65,12 @@ var podKillSpec = FaultSpec{
 		"with `evict: true` (kubernetes only), evicted through the eviction API, which honours " +
 		"PodDisruptionBudgets: a refused eviction is a fault-error event and a finding, not an " +
 		"abort. The ReplicaSet replaces the pods; the fault's end waits (bounded) until the deleted " +
-		"pods are gone from the API.",
+		"pods are gone from the API. " +
+		"In a compose environment the pod is the Compose service's one container (named <service>-0 in " +
+		"`pods`): drill stops it as `docker stop` does (SIGTERM, SIGKILL after the service's " +
+		"stop_grace_period, default 10 s) or kills it (signal: SIGKILL), then starts the same container " +
+		"again once it stopped (the engine's restart policy does not restart a container stopped through " +
+		"its API); the fault's end waits (bounded) until it was started again.",
 	Example: `- name: kill-one-gateway
   type: pod-kill
   service: order-gateway
@@ -103,6 +110,9 @@ var podKillSpec = FaultSpec{
 		svc := serviceNamed(s, f.Service)
 		if svc == nil {
 			return
+		}
+		if s.Environment.Type == EnvCompose {
+			return // the Compose file's containers: composePlatformFault
 		}
 		if s.Environment.Type == EnvKubernetes {
 			// The replicas are the Deployment's, known when the fault
@@ -150,7 +160,11 @@ var rolloutSpec = FaultSpec{
 		"as `kubectl rollout status` does (observedGeneration, updatedReplicas, replicas, " +
 		"availableReplicas) and emits a RolloutStep event each time they move. A paused " +
 		"Deployment is refused (drill pauses nothing, so none stays paused); a rollout cannot be " +
-		"undone, and a run killed mid-rollout leaves the controller to finish it.",
+		"undone, and a run killed mid-rollout leaves the controller to finish it. In a compose " +
+		"environment the service's containers are restarted one after another (Compose has no " +
+		"surge, so maxSurge and maxUnavailable do not apply): each is stopped with its " +
+		"stop_grace_period, started again, and healthy (or running, without a healthcheck) before the " +
+		"next; `drill cleanup` starts any container a killed run left stopped.",
 	Example: `- name: roll-gateway
   type: rollout
   service: order-gateway
@@ -164,6 +178,9 @@ var rolloutSpec = FaultSpec{
 		svc := serviceNamed(s, f.Service)
 		if svc == nil {
 			return
+		}
+		if s.Environment.Type == EnvCompose {
+			return // no surge in Compose: composePlatformFault
 		}
 		surge, unav := RolloutBounds(*f)
 		if s.Environment.Type == EnvKubernetes {

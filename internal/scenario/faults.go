@@ -148,8 +148,8 @@ func (v *validator) faults() {
 		case sp.CheckTarget != nil:
 			sp.CheckTarget(s, f, report)
 		}
-		if sp.Target == TargetService && s.Environment.Type == EnvCompose {
-			v.errorf(p+".type", "%s faults act on the pods of the local runtime or of a Deployment in this version; use a local or kubernetes environment", f.Type)
+		if sp.Target == TargetService && s.Environment.Type == EnvCompose && !sp.KubernetesOnly {
+			v.composePlatformFault(p, f)
 		}
 		if sp.KubernetesOnly && s.Environment.Type != EnvKubernetes {
 			v.errorf(p+".type", "%s applies only in a kubernetes environment (it acts on a node through the cluster's API); use pod-kill in a %s environment", f.Type, s.Environment.Type)

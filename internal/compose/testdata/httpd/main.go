@@ -1,6 +1,8 @@
 // Command httpd is the compose package's test service: it serves on :8080
 // ("serve"), answers /healthz 200 until /sick is asked (then 503), exits
 // with code 3 on /exit, and probes a URL ("probe URL") as a HEALTHCHECK.
+// With HTTPD_IGNORE_TERM=1 it ignores SIGTERM (only SIGKILL ends it);
+// otherwise SIGTERM ends it at once with exit code 143.
 package main
 
 import (
@@ -8,7 +10,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/drillhq/drill/internal/compose"
@@ -22,6 +26,15 @@ func main() {
 		}
 		fmt.Println("ok")
 		return
+	}
+	if os.Getenv("HTTPD_IGNORE_TERM") == "1" {
+		signal.Ignore(syscall.SIGTERM)
+	} else {
+		// As PID 1 of its container a default disposition would be
+		// ignored by the kernel: exit as a shell's child would.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() { <-term; os.Exit(143) }()
 	}
 	var sick atomic.Bool
 	mux := http.NewServeMux()
