@@ -75,6 +75,13 @@ func TestCorrectBuild(t *testing.T) {
 // its runtime, and logs it.
 func checkKubeletNode(t *testing.T, run *record.Run) {
 	t.Helper()
+	checkKubeletNodePods(t, run, 3)
+}
+
+// checkKubeletNodePods is checkKubeletNode for a Deployment of pods
+// replicas.
+func checkKubeletNodePods(t *testing.T, run *record.Run, pods int) {
+	t.Helper()
 	nodes := run.Environment.Nodes
 	for _, n := range nodes {
 		t.Logf("run.json: node %s", n.Line())
@@ -84,8 +91,8 @@ func checkKubeletNode(t *testing.T, run *record.Run) {
 	}
 	n := nodes[0]
 	if n.Name != kubeletNode || n.Kind != record.NodeKubelet || n.KubeletVersion != node.KubernetesVersion ||
-		!strings.HasPrefix(n.ContainerRuntime, "containerd://") || n.Pods != 3 {
-		t.Errorf("run.json node %+v: want %s, a kubelet %s on containerd, 3 pods", n, kubeletNode, node.KubernetesVersion)
+		!strings.HasPrefix(n.ContainerRuntime, "containerd://") || n.Pods != pods {
+		t.Errorf("run.json node %+v: want %s, a kubelet %s on containerd, %d pods", n, kubeletNode, node.KubernetesVersion, pods)
 	}
 }
 
@@ -210,6 +217,49 @@ func TestNaiveBuild(t *testing.T) {
 	}
 	if total != countKind(w.observations(), kRestart) {
 		t.Errorf("kubectl shows %d restarts in all, the independent watch saw %d", total, countKind(w.observations(), kRestart))
+	}
+}
+
+// TestProbeTutorial: the kubernetes probe-tutorial pair
+// (scenarios/k8s/probe-tutorial-latency*.yaml, 6 replicas) on the real
+// node: the hardened build passes every assertion, the naive one fails
+// exactly its expect.fail (no-restarts: the kubelet's liveness kills), and
+// run.json names the kubelet that ran the 6 pods.
+func TestProbeTutorial(t *testing.T) {
+	e := requireEnv(t)
+	e.requireNode(t)
+	for _, c := range []struct {
+		name, manifest, scenario, app string
+		code                          int
+		failing                       []string
+	}{
+		{"hardened", "probe-tutorial-api.yaml", "probe-tutorial-latency.yaml", "payment-api", 0, nil},
+		{"naive", "probe-tutorial-api-naive.yaml", "probe-tutorial-latency-naive.yaml", "payment-api-naive", 1, []string{"no-restarts (fail)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.applyKubelet(t, c.manifest)
+			w := startWatch(t, e.cs, namespace, "app="+c.app, c.app)
+			w.waitReady(t, 6, 3*time.Minute)
+			sc := e.kubeletScenario(t, c.scenario, nil)
+			r := e.runDrill(t, "--kubeconfig", e.kubeconfig, "--context", contextName, sc)
+			t.Logf("drill run exit %d\n%s", r.code, r.summary())
+			run := r.record(t)
+			checkKubeletNodePods(t, run, 6)
+			if r.code != c.code {
+				t.Errorf("exit code %d, want %d; stderr tail:\n%s", r.code, c.code, r.stderrTail(20))
+			}
+			var failing []string
+			for _, res := range run.Results {
+				if res.Verdict != "pass" {
+					failing = append(failing, res.Name+" ("+string(res.Verdict)+")")
+				}
+			}
+			if !reflect.DeepEqual(failing, c.failing) {
+				t.Errorf("assertions not passing: %v, want %v", failing, c.failing)
+			}
+			drillObs, win := drillObservations(t, run)
+			compareRemovals(t, removals(drillObs), removals(within(w.observations(), win)), true)
+		})
 	}
 }
 
