@@ -195,6 +195,7 @@ func (e *clusterEnv) scenarioVia(t *testing.T, file string, clusterIP bool, edit
 			t.Fatalf("%s: Service %s has no ClusterIP and port (%v)", file, svc, err)
 		}
 		addr, ok = net.JoinHostPort(s.Spec.ClusterIP, strconv.Itoa(int(s.Spec.Ports[0].Port))), true
+		waitRouted(t, addr, time.Minute)
 	}
 	if !ok {
 		t.Fatalf("%s: the agent routes no Service %q", file, svc)
@@ -212,6 +213,30 @@ func (e *clusterEnv) scenarioVia(t *testing.T, file string, clusterIP bool, edit
 		t.Fatal(err)
 	}
 	return path
+}
+
+// waitRouted waits until a TCP connection to a Service's ClusterIP
+// address is accepted: kube-proxy has written the Service's rules with
+// its ready endpoints. Until then the address refuses connections
+// (kube-proxy's reject rule for a Service without endpoints), even after
+// the EndpointSlice lists them ready: a run started then fails its
+// fault-path check (measured: the naive pods Ready 1.8 s after their
+// Deployment, the ClusterIP still refusing at once).
+func waitRouted(t *testing.T, addr string, timeout time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err == nil {
+			c.Close()
+			t.Logf("Service %s accepts connections (kube-proxy) %.2f s after the wait began", addr, time.Since(start).Seconds())
+			return
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("Service %s still refuses connections after %s: %v", addr, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // getYAML finds the node at a dotted path (mapping keys and sequence
