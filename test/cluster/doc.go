@@ -12,8 +12,9 @@
 // in iptables mode and kube-scheduler, a containerd of its own, CNI bridge
 // pod IPs), tainted so that only pods made for it land there
 // (applyKubelet), which runs the orders pair (TestCorrectBuild,
-// TestNaiveBuild: the kubelet's probes and liveness kills, the load through
-// the Service's ClusterIP); and drill-node, `drill agent`, which runs the
+// TestNaiveBuild) and the probe tutorial's pair (TestProbeTutorial, 6
+// replicas): the kubelet's probes and liveness kills, the load through the
+// Service's ClusterIP; and drill-node, `drill agent`, which runs the
 // other tests' pods as local processes. Where the real node cannot run (a
 // part missing, e.g. containerd or the CNI plugins), its tests skip saying
 // which (fail under CI=true) and the agent's still run.
