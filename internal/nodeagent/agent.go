@@ -453,6 +453,11 @@ func (a *Agent) syncPod(key string) error {
 		if pod.DeletionTimestamp != nil || (pod.Spec.SchedulerName != "" && pod.Spec.SchedulerName != corev1.DefaultSchedulerName) {
 			return nil
 		}
+		if !a.selects(pod) {
+			// Meant for another node (a real kubelet's on the same
+			// control plane): the scheduler's to place.
+			return nil
+		}
 		return a.bind(pod)
 	case pod.Spec.NodeName != a.cfg.Node:
 		return nil
@@ -506,6 +511,19 @@ func (a *Agent) cordoned(pod *corev1.Pod) bool {
 	for _, t := range pod.Spec.Tolerations {
 		keyOK := t.Key == corev1.TaintNodeUnschedulable || t.Key == "" && t.Operator == corev1.TolerationOpExists
 		if keyOK && (t.Effect == "" || t.Effect == corev1.TaintEffectNoSchedule) {
+			return false
+		}
+	}
+	return true
+}
+
+// selects reports whether this node's labels ([nodeLabels]) satisfy
+// pod's spec.nodeSelector, as the scheduler's NodeSelector filter asks; a
+// pod whose selector names another node is not bound here.
+func (a *Agent) selects(pod *corev1.Pod) bool {
+	own := a.nodeLabels()
+	for k, v := range pod.Spec.NodeSelector {
+		if own[k] != v {
 			return false
 		}
 	}

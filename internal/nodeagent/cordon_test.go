@@ -44,3 +44,28 @@ func TestCordoned(t *testing.T) {
 		}
 	}
 }
+
+// TestSelects: the agent binds a pod without a node selector, or with one
+// its Node's labels satisfy, and leaves a pod meant for another node (a
+// real kubelet's on the same control plane) to the scheduler.
+func TestSelects(t *testing.T) {
+	t.Parallel()
+	a := &Agent{}
+	a.cfg.Node = "drill-node"
+	for _, c := range []struct {
+		name     string
+		selector map[string]string
+		want     bool
+	}{
+		{"no selector", nil, true},
+		{"its own hostname", map[string]string{"kubernetes.io/hostname": "drill-node"}, true},
+		{"the agent label", map[string]string{"drill.dev/node-agent": "true"}, true},
+		{"another node's hostname", map[string]string{"kubernetes.io/hostname": "drill-kubelet"}, false},
+		{"a label it lacks", map[string]string{"disk": "ssd"}, false},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: c.selector}}
+		if got := a.selects(pod); got != c.want {
+			t.Errorf("%s: selects %t, want %t", c.name, got, c.want)
+		}
+	}
+}

@@ -32,16 +32,24 @@ func (a *Agent) registerNode(ctx context.Context) error {
 	return nil
 }
 
+// KubeletVersion is the kubeletVersion of the agent's Node
+// (status.nodeInfo): what tells a run's reader that drill's node agent,
+// not a kubelet, ran the pods.
+const KubeletVersion = "drill-agent"
+
+// nodeLabels are the labels of the agent's Node, as a kubelet sets its
+// own, plus drill.dev/node-agent=true.
+func (a *Agent) nodeLabels() map[string]string {
+	return map[string]string{
+		"kubernetes.io/hostname": a.cfg.Node,
+		"kubernetes.io/os":       runtime.GOOS,
+		"kubernetes.io/arch":     runtime.GOARCH,
+		"drill.dev/node-agent":   "true",
+	}
+}
+
 func (a *Agent) createNode(ctx context.Context) error {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: a.cfg.Node,
-		Labels: map[string]string{
-			"kubernetes.io/hostname": a.cfg.Node,
-			"kubernetes.io/os":       runtime.GOOS,
-			"kubernetes.io/arch":     runtime.GOARCH,
-			"drill.dev/node-agent":   "true",
-		},
-	}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Node, Labels: a.nodeLabels()}}
 	_, err := a.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create node %s: %w", a.cfg.Node, err)
@@ -101,7 +109,7 @@ func (a *Agent) updateNodeStatus(ctx context.Context, ready bool) error {
 		n.Status.Capacity, n.Status.Allocatable = capacity, capacity
 		n.Status.NodeInfo.OperatingSystem = runtime.GOOS
 		n.Status.NodeInfo.Architecture = runtime.GOARCH
-		n.Status.NodeInfo.KubeletVersion = "drill-agent"
+		n.Status.NodeInfo.KubeletVersion = KubeletVersion
 		n.Status.NodeInfo.ContainerRuntimeVersion = "drill://local-processes"
 		_, err = a.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		return err

@@ -17,6 +17,7 @@
 package record
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -219,11 +220,65 @@ type Environment struct {
 	Namespace   string `json:"namespace,omitempty"`
 	// ToxiproxyURL is the remote Toxiproxy API; empty when embedded.
 	ToxiproxyURL string `json:"toxiproxyURL,omitempty"`
+	// Nodes are the Kubernetes nodes that ran the target services' pods
+	// when the run started (kubernetes runs), in name order: which kubelet
+	// and container runtime, or drill's node agent, ran the system under
+	// test. Empty for local runs and when no target pod was scheduled.
+	Nodes []Node `json:"nodes,omitempty"`
 	// Notes are free key/value facts (e.g. postgres mode, versions).
 	Notes map[string]string `json:"notes,omitempty"`
 	// Priority says how a local run shared the CPU between drill and the
 	// system under test (nil for kubernetes runs and older records).
 	Priority *Priority `json:"priority,omitempty"`
+}
+
+// Node is one Kubernetes node of a kubernetes run, from its
+// status.nodeInfo.
+type Node struct {
+	// Name is the Node's name.
+	Name string `json:"name"`
+	// Kind is NodeKubelet or NodeAgent.
+	Kind string `json:"kind"`
+	// KubeletVersion and ContainerRuntime are status.nodeInfo's
+	// kubeletVersion and containerRuntimeVersion (e.g. "v1.37.2",
+	// "containerd://1.6.20~ds1"; the agent's "drill-agent",
+	// "drill://local-processes").
+	KubeletVersion   string `json:"kubeletVersion,omitempty"`
+	ContainerRuntime string `json:"containerRuntime,omitempty"`
+	// OSImage and KernelVersion are status.nodeInfo's.
+	OSImage       string `json:"osImage,omitempty"`
+	KernelVersion string `json:"kernelVersion,omitempty"`
+	// Pods is how many of the target services' pods it ran.
+	Pods int `json:"pods"`
+	// Error says why the Node could not be read (its name came from a
+	// pod's spec.nodeName); the other fields are then empty.
+	Error string `json:"error,omitempty"`
+}
+
+// Kinds of [Node].
+const (
+	// NodeKubelet is a node run by a kubelet.
+	NodeKubelet = "kubelet"
+	// NodeAgent is a node run by `drill agent`, drill's stand-in for the
+	// kubelet (processes on the agent's machine, not containers).
+	NodeAgent = "drill agent"
+)
+
+// Line describes n in one line, e.g. "drill-node: kubelet v1.37.2,
+// containerd://1.6.20~ds1 (3 pods)" or "drill-node: drill agent (3 pods)".
+func (n Node) Line() string {
+	var b strings.Builder
+	b.WriteString(n.Name + ": ")
+	switch {
+	case n.Error != "":
+		b.WriteString("unknown (" + n.Error + ")")
+	case n.Kind == NodeAgent:
+		b.WriteString(NodeAgent)
+	default:
+		b.WriteString(n.Kind + " " + n.KubeletVersion + ", " + n.ContainerRuntime)
+	}
+	fmt.Fprintf(&b, " (%d pods)", n.Pods)
+	return b.String()
 }
 
 // Priority says how a local run shared this machine's CPU between drill

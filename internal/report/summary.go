@@ -129,6 +129,9 @@ func Summary(w io.Writer, run *record.Run) error {
 		}
 		fmt.Fprintf(ew, "CPU       %s\n", line)
 	}
+	for _, n := range run.Environment.Nodes {
+		fmt.Fprintf(ew, "NODE      %s\n", n.Line())
+	}
 	if p := run.Environment.Priority; p != nil && p.Summary != "" {
 		fmt.Fprintf(ew, "PRIORITY  %s\n", p.Summary)
 	}

@@ -187,6 +187,10 @@ func (r *run) environmentInfo() record.Environment {
 	if r.sc.Toxiproxy.URL != "" {
 		env.ToxiproxyURL = r.sc.Toxiproxy.URL
 	}
+	if r.kube != nil {
+		env.KubeContext, env.Namespace = r.kube.cfg.Context, r.kube.cfg.Namespace
+		env.Nodes = r.kube.nodes
+	}
 	if r.env != nil {
 		for name, pg := range r.env.postgres {
 			env.Notes["postgres."+name] = string(pg.Mode)

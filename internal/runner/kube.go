@@ -1,13 +1,19 @@
 package runner
 
 import (
+	"context"
 	"fmt"
+	"sort"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drillhq/drill/internal/exitcode"
 	"github.com/drillhq/drill/internal/kube"
+	"github.com/drillhq/drill/internal/nodeagent"
 	"github.com/drillhq/drill/internal/observe"
+	"github.com/drillhq/drill/internal/record"
 	"github.com/drillhq/drill/internal/scenario"
 )
 
@@ -15,6 +21,9 @@ import (
 type kubeEnv struct {
 	cfg       *kube.Config
 	clientset kubernetes.Interface
+	// nodes ran the target services' pods at preflight (run.json's
+	// environment.nodes).
+	nodes []record.Node
 }
 
 // preflight checks, before anything is touched, that a kubernetes run may
@@ -44,7 +53,56 @@ func (r *run) preflight() error {
 	}
 	r.kube = &kubeEnv{cfg: cfg, clientset: cs}
 	r.log.Info("kubernetes context allowed", "context", cfg.Context, "namespace", cfg.Namespace)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r.kube.nodes = targetNodes(ctx, cs, cfg.Namespace, r.sc.Services)
+	for _, n := range r.kube.nodes {
+		r.log.Info("node of the system under test", "node", n.Line())
+	}
 	return nil
+}
+
+// targetNodes reads the Nodes that run the pods of the services with a
+// selector in ns: which kubelet and runtime (status.nodeInfo), or drill's
+// node agent (its kubeletVersion [nodeagent.KubeletVersion]). A pod list
+// that fails gives no nodes; a Node that cannot be read (a team's role may
+// not get Nodes) is listed with its error. Never fails the run.
+func targetNodes(ctx context.Context, cs kubernetes.Interface, ns string, services []scenario.Service) []record.Node {
+	pods := map[string]int{}
+	for _, s := range services {
+		if s.Selector == "" {
+			continue
+		}
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: s.Selector})
+		if err != nil {
+			continue
+		}
+		for _, p := range list.Items {
+			if p.Spec.NodeName != "" {
+				pods[p.Spec.NodeName]++
+			}
+		}
+	}
+	out := make([]record.Node, 0, len(pods))
+	for name, n := range pods {
+		rn := record.Node{Name: name, Pods: n}
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			rn.Error = err.Error()
+			out = append(out, rn)
+			continue
+		}
+		info := node.Status.NodeInfo
+		rn.Kind = record.NodeKubelet
+		if info.KubeletVersion == nodeagent.KubeletVersion {
+			rn.Kind = record.NodeAgent
+		}
+		rn.KubeletVersion, rn.ContainerRuntime = info.KubeletVersion, info.ContainerRuntimeVersion
+		rn.OSImage, rn.KernelVersion = info.OSImage, info.KernelVersion
+		out = append(out, rn)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // namespaces lists every namespace the run would touch: the run's own and

@@ -16,6 +16,10 @@ import (
 	"go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drillhq/drill/internal/event"
+	"github.com/drillhq/drill/internal/record"
+	"github.com/drillhq/drill/test/node"
 )
 
 // agreement is how closely drill's removal latency per pod must agree with
@@ -26,20 +30,24 @@ const agreement = 50 * time.Millisecond
 const specBound = 2 * time.Second
 
 // TestCorrectBuild: scenarios/k8s/orders-db-brownout.yaml against the
-// correct order-gateway exits 0 with no restart; every pod that turns
-// unready has its endpoint marked not ready by the real EndpointSlice
-// controller; drill's removal latency per pod agrees with the test's own
-// watch of the same pods and EndpointSlices within 50 ms.
+// correct order-gateway on the real node (the kubelet's probes, containerd's
+// containers, the load through kube-proxy's ClusterIP) exits 0 with no
+// restart; every pod that turns unready has its endpoint marked not ready
+// by the real EndpointSlice controller; drill's removal latency per pod
+// agrees with the test's own watch of the same pods and EndpointSlices
+// within 50 ms; run.json names the node's kubelet and runtime.
 func TestCorrectBuild(t *testing.T) {
 	e := requireEnv(t)
-	e.apply(t, "order-gateway.yaml")
+	e.requireNode(t)
+	e.applyKubelet(t, "order-gateway.yaml")
 	w := startWatch(t, e.cs, namespace, "app=order-gateway", "order-gateway")
 	w.waitReady(t, 3, 3*time.Minute)
 
-	sc := e.scenario(t, "orders-db-brownout.yaml", nil)
+	sc := e.kubeletScenario(t, "orders-db-brownout.yaml", nil)
 	r := e.runDrill(t, "--kubeconfig", e.kubeconfig, "--context", contextName, sc)
 	t.Logf("drill run exit %d\n%s", r.code, r.summary())
 	run := r.record(t)
+	checkKubeletNode(t, run)
 	if r.code != 0 {
 		t.Errorf("exit code %d, want 0; stderr tail:\n%s", r.code, r.stderrTail(20))
 	}
@@ -59,6 +67,32 @@ func TestCorrectBuild(t *testing.T) {
 	}
 	if n := countKind(mine, kRestart); n != 0 {
 		t.Errorf("the independent watch saw %d restarts, want 0", n)
+	}
+}
+
+// checkKubeletNode checks that run.json names the real node as the one
+// that ran every target pod, with the kubelet's version and containerd as
+// its runtime, and logs it.
+func checkKubeletNode(t *testing.T, run *record.Run) {
+	t.Helper()
+	checkKubeletNodePods(t, run, 3)
+}
+
+// checkKubeletNodePods is checkKubeletNode for a Deployment of pods
+// replicas.
+func checkKubeletNodePods(t *testing.T, run *record.Run, pods int) {
+	t.Helper()
+	nodes := run.Environment.Nodes
+	for _, n := range nodes {
+		t.Logf("run.json: node %s", n.Line())
+	}
+	if len(nodes) != 1 {
+		t.Fatalf("run.json names %d nodes, want 1 (%s)", len(nodes), kubeletNode)
+	}
+	n := nodes[0]
+	if n.Name != kubeletNode || n.Kind != record.NodeKubelet || n.KubeletVersion != node.KubernetesVersion ||
+		!strings.HasPrefix(n.ContainerRuntime, "containerd://") || n.Pods != pods {
+		t.Errorf("run.json node %+v: want %s, a kubelet %s on containerd, %d pods", n, kubeletNode, node.KubernetesVersion, pods)
 	}
 }
 
@@ -126,22 +160,41 @@ func compareRemovals(t *testing.T, drill, mine []removal, strict bool) {
 // get pods` as on a cluster.
 func TestNaiveBuild(t *testing.T) {
 	e := requireEnv(t)
-	e.apply(t, "order-gateway-naive.yaml")
+	e.requireNode(t)
+	e.applyKubelet(t, "order-gateway-naive.yaml")
 	w := startWatch(t, e.cs, namespace, "app=order-gateway-naive", "order-gateway-naive")
 	w.waitReady(t, 3, 3*time.Minute)
 
-	sc := e.scenario(t, "orders-db-brownout-naive.yaml", nil)
+	sc := e.kubeletScenario(t, "orders-db-brownout-naive.yaml", nil)
 	r := e.runDrill(t, "--kubeconfig", e.kubeconfig, "--context", contextName, sc)
 	t.Logf("drill run exit %d\n%s", r.code, r.summary())
 	run := r.record(t)
+	checkKubeletNode(t, run)
 	if r.code != 1 {
 		t.Errorf("exit code %d, want 1 (assertion failed); stderr tail:\n%s", r.code, r.stderrTail(20))
+	}
+	// Exactly the declared expect.fail assertions fail.
+	var failed []string
+	for _, res := range run.Results {
+		if res.Verdict != "pass" {
+			failed = append(failed, res.Name+" ("+string(res.Verdict)+")")
+		}
+	}
+	if !reflect.DeepEqual(failed, []string{"no-restarts (fail)"}) {
+		t.Errorf("assertions not passing: %v, want exactly [no-restarts (fail)] (expect.fail)", failed)
 	}
 	v, msg, fig := result(t, run, "no-restarts")
 	if v != "fail" || fig < 1 {
 		t.Errorf("no-restarts: %s with %v restarts, want fail: %s", v, fig, msg)
 	}
 	t.Logf("no-restarts: %s", msg)
+	// Every restart drill counted is the kubelet's liveness kill, as its
+	// Killing Event says.
+	for _, ev := range run.Events {
+		if ev.Kind == event.ContainerRestart && ev.Probe != event.ProbeLiveness {
+			t.Errorf("restart of %s #%d at %s: probe %q, reason %q, detail %q; want the liveness probe named", ev.Pod, ev.RestartCount, ev.At, ev.Probe, ev.Reason, ev.Detail)
+		}
+	}
 
 	drillObs, win := drillObservations(t, run)
 	mine := within(w.observations(), win)
@@ -164,6 +217,49 @@ func TestNaiveBuild(t *testing.T) {
 	}
 	if total != countKind(w.observations(), kRestart) {
 		t.Errorf("kubectl shows %d restarts in all, the independent watch saw %d", total, countKind(w.observations(), kRestart))
+	}
+}
+
+// TestProbeTutorial: the kubernetes probe-tutorial pair
+// (scenarios/k8s/probe-tutorial-latency*.yaml, 6 replicas) on the real
+// node: the hardened build passes every assertion, the naive one fails
+// exactly its expect.fail (no-restarts: the kubelet's liveness kills), and
+// run.json names the kubelet that ran the 6 pods.
+func TestProbeTutorial(t *testing.T) {
+	e := requireEnv(t)
+	e.requireNode(t)
+	for _, c := range []struct {
+		name, manifest, scenario, app string
+		code                          int
+		failing                       []string
+	}{
+		{"hardened", "probe-tutorial-api.yaml", "probe-tutorial-latency.yaml", "payment-api", 0, nil},
+		{"naive", "probe-tutorial-api-naive.yaml", "probe-tutorial-latency-naive.yaml", "payment-api-naive", 1, []string{"no-restarts (fail)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.applyKubelet(t, c.manifest)
+			w := startWatch(t, e.cs, namespace, "app="+c.app, c.app)
+			w.waitReady(t, 6, 3*time.Minute)
+			sc := e.kubeletScenario(t, c.scenario, nil)
+			r := e.runDrill(t, "--kubeconfig", e.kubeconfig, "--context", contextName, sc)
+			t.Logf("drill run exit %d\n%s", r.code, r.summary())
+			run := r.record(t)
+			checkKubeletNodePods(t, run, 6)
+			if r.code != c.code {
+				t.Errorf("exit code %d, want %d; stderr tail:\n%s", r.code, c.code, r.stderrTail(20))
+			}
+			var failing []string
+			for _, res := range run.Results {
+				if res.Verdict != "pass" {
+					failing = append(failing, res.Name+" ("+string(res.Verdict)+")")
+				}
+			}
+			if !reflect.DeepEqual(failing, c.failing) {
+				t.Errorf("assertions not passing: %v, want %v", failing, c.failing)
+			}
+			drillObs, win := drillObservations(t, run)
+			compareRemovals(t, removals(drillObs), removals(within(w.observations(), win)), true)
+		})
 	}
 }
 

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,9 +33,46 @@ import (
 )
 
 // apply creates the Deployment and Service of scenarios/k8s/manifests/file
-// in the test namespace with client-go, and deletes them when the test
-// ends, waiting until the agent has stopped and deleted every pod.
+// in the test namespace with client-go, for drill agent's node, and
+// deletes them when the test ends, waiting until the agent has stopped and
+// deleted every pod.
 func (e *clusterEnv) apply(t *testing.T, file string) {
+	t.Helper()
+	e.applyTo(t, file, false)
+}
+
+// applyKubelet is apply for the real node: the Deployment's pods get
+// onKubelet's changes, and the kubelet stops and deletes them at the end.
+func (e *clusterEnv) applyKubelet(t *testing.T, file string) {
+	t.Helper()
+	e.applyTo(t, file, true)
+}
+
+// onKubelet changes a manifest's pod template for the real node: a
+// nodeSelector naming kubeletNode and a toleration of kubeletTaint (the
+// scheduler places it there, the agent leaves it alone), and
+// "--listen 0.0.0.0:<its first containerPort>" after the container's
+// args: `drill serve` listens on 127.0.0.1:$PORT by default, the address
+// the agent's processes use, where a pod's own IP, which the kubelet
+// probes and kube-proxy routes to, would find nothing. Probes, ports,
+// image and command stay as written.
+func onKubelet(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	spec := &d.Spec.Template.Spec
+	if spec.NodeSelector == nil {
+		spec.NodeSelector = map[string]string{}
+	}
+	spec.NodeSelector["kubernetes.io/hostname"] = kubeletNode
+	spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+		Key: kubeletTaint.Key, Operator: corev1.TolerationOpEqual, Value: kubeletTaint.Value, Effect: kubeletTaint.Effect})
+	if len(spec.Containers) != 1 || len(spec.Containers[0].Ports) == 0 {
+		t.Fatalf("Deployment %s: want one container with a port", d.Name)
+	}
+	c := &spec.Containers[0]
+	c.Args = append(c.Args, "--listen", fmt.Sprintf("0.0.0.0:%d", c.Ports[0].ContainerPort))
+}
+
+func (e *clusterEnv) applyTo(t *testing.T, file string, kubelet bool) {
 	t.Helper()
 	path := filepath.Join(e.root, "scenarios", "k8s", "manifests", file)
 	data, err := os.ReadFile(path)
@@ -61,6 +100,9 @@ func (e *clusterEnv) apply(t *testing.T, file string) {
 		}
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
+			if kubelet {
+				onKubelet(t, o)
+			}
 			if _, err := e.cs.AppsV1().Deployments(namespace).Create(ctx, o, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("create Deployment %s: %v", o.Name, err)
 			}
@@ -106,7 +148,7 @@ func (e *clusterEnv) deleteDeployment(t *testing.T, name, selector string) {
 			if pods != nil {
 				n = len(pods.Items)
 			}
-			t.Errorf("pods of %s still there 2 minutes after deleting the Deployment (%d, err %v); agent log:\n%s", name, n, err, e.agent.tail(20))
+			t.Errorf("pods of %s still there 2 minutes after deleting the Deployment (%d, err %v); agent log (if they ran there):\n%s", name, n, err, e.agent.tail(20))
 			return
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -115,8 +157,21 @@ func (e *clusterEnv) deleteDeployment(t *testing.T, name, selector string) {
 
 // scenario writes scenarios/k8s/<file> into the test's temp dir with the
 // addresses of this environment (toxiproxy.url, the proxy's listen and
-// upstream, each service's url) and edit applied, and returns its path.
+// upstream, each service's url: the agent's Service proxy) and edit
+// applied, and returns its path.
 func (e *clusterEnv) scenario(t *testing.T, file string, edit func(root *yaml.Node)) string {
+	t.Helper()
+	return e.scenarioVia(t, file, false, edit)
+}
+
+// kubeletScenario is scenario for the real node: each service's url is
+// the Kubernetes Service's ClusterIP and port, which kube-proxy routes.
+func (e *clusterEnv) kubeletScenario(t *testing.T, file string, edit func(root *yaml.Node)) string {
+	t.Helper()
+	return e.scenarioVia(t, file, true, edit)
+}
+
+func (e *clusterEnv) scenarioVia(t *testing.T, file string, clusterIP bool, edit func(root *yaml.Node)) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(e.root, "scenarios", "k8s", file))
 	if err != nil {
@@ -132,6 +187,16 @@ func (e *clusterEnv) scenario(t *testing.T, file string, edit func(root *yaml.No
 	setYAML(t, root, "proxies.0.upstream", e.pg.Addr)
 	svc := getYAML(t, root, "services.0.name").Value
 	addr, ok := e.serviceAddr[svc]
+	if clusterIP {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := e.cs.CoreV1().Services(namespace).Get(ctx, svc, metav1.GetOptions{})
+		if err != nil || s.Spec.ClusterIP == "" || len(s.Spec.Ports) == 0 {
+			t.Fatalf("%s: Service %s has no ClusterIP and port (%v)", file, svc, err)
+		}
+		addr, ok = net.JoinHostPort(s.Spec.ClusterIP, strconv.Itoa(int(s.Spec.Ports[0].Port))), true
+		waitRouted(t, addr, time.Minute)
+	}
 	if !ok {
 		t.Fatalf("%s: the agent routes no Service %q", file, svc)
 	}
@@ -148,6 +213,30 @@ func (e *clusterEnv) scenario(t *testing.T, file string, edit func(root *yaml.No
 		t.Fatal(err)
 	}
 	return path
+}
+
+// waitRouted waits until a TCP connection to a Service's ClusterIP
+// address is accepted: kube-proxy has written the Service's rules with
+// its ready endpoints. Until then the address refuses connections
+// (kube-proxy's reject rule for a Service without endpoints), even after
+// the EndpointSlice lists them ready: a run started then fails its
+// fault-path check (measured: the naive pods Ready 1.8 s after their
+// Deployment, the ClusterIP still refusing at once).
+func waitRouted(t *testing.T, addr string, timeout time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err == nil {
+			c.Close()
+			t.Logf("Service %s accepts connections (kube-proxy) %.2f s after the wait began", addr, time.Since(start).Seconds())
+			return
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("Service %s still refuses connections after %s: %v", addr, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // getYAML finds the node at a dotted path (mapping keys and sequence

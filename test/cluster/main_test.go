@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +28,7 @@ import (
 	"github.com/drillhq/drill/internal/testutil/needs"
 	"github.com/drillhq/drill/internal/testutil/testproc"
 	"github.com/drillhq/drill/internal/testutil/toxiproxyapi"
+	"github.com/drillhq/drill/test/node"
 )
 
 // Names shared by the tests, the scenarios in scenarios/k8s and their
@@ -33,10 +36,23 @@ import (
 const (
 	contextName = "drill-test" // test/controlplane's kubeconfig context
 	namespace   = "drill"      // scenarios/k8s: environment.kubernetes.namespace
-	nodeName    = "drill-node"
+	nodeName    = "drill-node" // drill agent's Node
+	// kubeletNode is the real node's Node (test/node: kubelet,
+	// kube-proxy, containerd). It carries kubeletTaint, so that only pods
+	// made for it (onKubelet) are scheduled there, and the agent binds no
+	// pod whose nodeSelector names it.
+	kubeletNode = "drill-kubelet"
 	secretName  = "order-gateway-db"
 	proxyName   = "postgres"
 )
+
+// kubeletTaint keeps the agent's pods off the real node.
+var kubeletTaint = corev1.Taint{Key: "drill.dev/node", Value: "kubelet", Effect: corev1.TaintEffectNoSchedule}
+
+// referenceImage is the image of scenarios/k8s/manifests: on the real node
+// drill's static binary alone (FROM scratch) at /drill, PATH=/ so that the
+// manifests' command "drill" finds it.
+const referenceImage = "docker.io/drill/order-gateway:dev"
 
 // The environment the first test sets up (setupOnce) and TestMain tears
 // down: env when it worked, else skipReason (the tests are skipped) or
@@ -55,16 +71,22 @@ type clusterEnv struct {
 	drill     string // built binaries
 	toxiproxy string
 	cpBin     string
+	pause     string
 
 	cp    *proc // test/controlplane CLI (`controlplane up`)
 	agent *proc // drill agent
-	tp    *proc // toxiproxy-server
-	pg    *dependencies.Postgres
+	// node is the real node (nil when it could not start: nodeSkip says
+	// why a part is missing here, nodeErr why it failed).
+	node     *node.Node
+	nodeSkip string
+	nodeErr  error
+	tp       *proc // toxiproxy-server
+	pg       *dependencies.Postgres
 
 	kubeconfig  string
 	cs          kubernetes.Interface
 	tpURL       string
-	proxyListen string            // the Toxiproxy proxy "postgres" in front of pg
+	proxyListen string            // the Toxiproxy proxy "postgres" in front of pg (the bridge's gateway when the node runs)
 	serviceAddr map[string]string // Kubernetes Service -> the agent's proxy host:port
 }
 
@@ -130,12 +152,21 @@ func setup() (e *clusterEnv, skip string, err error) {
 	e = &clusterEnv{root: root, tmp: tmp, goBin: goBin, serviceAddr: map[string]string{}}
 	begin := time.Now()
 
-	// Builds: drill and toxiproxy-server from drill's module, the control
-	// plane CLI from its own module.
+	// Builds: drill (static: the same binary runs here and, alone in a
+	// FROM scratch image, in the real node's pods), the node's pause
+	// binary and toxiproxy-server from drill's module, the control plane
+	// CLI from its own module.
 	bin := filepath.Join(tmp, "bin")
 	e.drill, e.toxiproxy, e.cpBin = filepath.Join(bin, "drill"), filepath.Join(bin, "toxiproxy-server"), filepath.Join(bin, "controlplane")
+	e.pause = filepath.Join(bin, "pause")
+	for _, b := range []struct{ out, pkg string }{{e.drill, "./cmd/drill"}, {e.pause, "./test/node/pause"}} {
+		t0 := time.Now()
+		if err := node.BuildStatic(context.Background(), goBin, root, b.pkg, b.out); err != nil {
+			return e, "", err
+		}
+		logf("built %s in %.1f s", filepath.Base(b.out), time.Since(t0).Seconds())
+	}
 	for _, b := range []struct{ out, pkg, dir string }{
-		{e.drill, "./cmd/drill", root},
 		{e.toxiproxy, "github.com/Shopify/toxiproxy/v2/cmd/server", root},
 		{e.cpBin, "./cmd/controlplane", filepath.Join(root, "test", "controlplane")},
 	} {
@@ -158,10 +189,11 @@ func setup() (e *clusterEnv, skip string, err error) {
 	if err != nil {
 		return e, "", fmt.Errorf("start PostgreSQL: %w", err)
 	}
-	if err := e.startToxiproxy(); err != nil {
+	if err := e.startControlPlane(); err != nil {
 		return e, "", err
 	}
-	if err := e.startControlPlane(); err != nil {
+	e.startNode()
+	if err := e.startToxiproxy(); err != nil {
 		return e, "", err
 	}
 	// A fresh deadline: the first control-plane build alone can outlast
@@ -300,16 +332,76 @@ func (e *clusterEnv) createPostgresProxy() error {
 	if err != nil {
 		return err
 	}
-	e.proxyListen = "127.0.0.1:" + strconv.Itoa(port)
+	// Where the real node's pods reach it: the bridge's gateway address
+	// (the agent's pods, processes of this machine, reach it there too).
+	host := "127.0.0.1"
+	if e.node != nil {
+		host = e.node.Gateway().String()
+	}
+	e.proxyListen = net.JoinHostPort(host, strconv.Itoa(port))
 	_, err = e.tpAPI().CreateProxy(proxyName, e.proxyListen, e.pg.Addr)
 	return err
+}
+
+// ---- the real node ----
+
+// startNode builds the kubelet, kube-proxy and kube-scheduler (cached
+// under ~/.cache/drill) and starts the real node kubeletNode (test/node)
+// with drill's reference image imported. It never fails the setup: a part
+// missing here sets nodeSkip, any other error nodeErr, and the tests that
+// need the node (requireNode) skip or fail on them while the agent's run.
+func (e *clusterEnv) startNode() {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("part", "node")
+	t0 := time.Now()
+	binDir, err := node.BuildKubernetes(ctx, log, e.goBin, e.root)
+	if err != nil {
+		e.nodeErr = err
+		return
+	}
+	logf("node parts built or up to date in %.1f s", time.Since(t0).Seconds())
+	t0 = time.Now()
+	n, err := node.Start(ctx, node.Options{
+		Logger: log, Kubeconfig: e.kubeconfig, BinDir: binDir, PauseBinary: e.pause,
+		Name: kubeletNode, Taints: []corev1.Taint{kubeletTaint},
+		Images: []node.Image{{Ref: referenceImage, Binary: e.drill, Entrypoint: []string{"/drill"}, Env: []string{"PATH=/"}}},
+	})
+	switch {
+	case errors.Is(err, node.ErrMissingPart):
+		e.nodeSkip = err.Error()
+		logf("no real node: %v", err)
+		return
+	case err != nil:
+		e.nodeErr = err
+		logf("the real node did not start: %v", err)
+		return
+	}
+	e.node = n
+	logf("real node %s up in %.1f s (gateway %s, containerd %s)", kubeletNode, time.Since(t0).Seconds(), n.Gateway(), n.RuntimeVersion())
+}
+
+// requireNode returns the real node, or skips (a part missing here; fails
+// under CI=true) or fails t when it did not start.
+func (e *clusterEnv) requireNode(t testing.TB) *node.Node {
+	t.Helper()
+	if e.nodeSkip != "" {
+		needs.Part(t, "Kubernetes node (kubelet, containerd, CNI plugins)", errors.New(e.nodeSkip))
+	}
+	if e.nodeErr != nil {
+		t.Fatalf("the real node did not start: %v", e.nodeErr)
+	}
+	return e.node
 }
 
 // ---- control plane ----
 
 func (e *clusterEnv) startControlPlane() error {
 	e.kubeconfig = filepath.Join(e.tmp, "kubeconfig")
-	p, err := startProc("controlplane", e.tmp, e.buildEnv(), e.cpBin, "up", "--kubeconfig", e.kubeconfig, "--quiet")
+	// The node lifecycle controller too: it lifts the not-ready taint of
+	// the real node's new Node (node.ControlPlaneControllers).
+	p, err := startProc("controlplane", e.tmp, e.buildEnv(), e.cpBin, "up", "--kubeconfig", e.kubeconfig, "--quiet",
+		"--controllers", strings.Join(node.ControlPlaneControllers, ","))
 	if err != nil {
 		return err
 	}
@@ -439,6 +531,11 @@ func (e *clusterEnv) teardown() error {
 	var errs []error
 	if err := e.agent.stop(syscall.SIGINT, time.Minute); err != nil {
 		errs = append(errs, err)
+	}
+	if e.node != nil {
+		if err := e.node.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop the real node: %w", err))
+		}
 	}
 	if err := e.tp.stop(syscall.SIGTERM, 10*time.Second); err != nil {
 		errs = append(errs, err)

@@ -254,7 +254,8 @@ func (w *sliceWatch) observations() []observation {
 // waitReady waits until n pods are ready and their n endpoints ready.
 func (w *sliceWatch) waitReady(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for {
 		w.mu.Lock()
 		pods, eps := 0, 0
@@ -270,6 +271,7 @@ func (w *sliceWatch) waitReady(t *testing.T, n int, timeout time.Duration) {
 		}
 		w.mu.Unlock()
 		if pods == n && eps == n {
+			t.Logf("%d pods Ready and their endpoints ready %.1f s after the wait began", n, time.Since(start).Seconds())
 			return
 		}
 		if time.Now().After(deadline) {

@@ -29,6 +29,10 @@ type Image struct {
 	Entrypoint, Cmd []string
 	// User is the image's USER ("uid:gid"), empty for root.
 	User string
+	// Env is the image's ENV (KEY=VALUE), e.g. "PATH=/" so that a pod's
+	// command may name the binary by its base name, as drill's manifests
+	// do ("drill"): runc looks argv[0] up in the container's PATH.
+	Env []string
 }
 
 // blob is one content-addressed file of the layout.
@@ -71,7 +75,7 @@ func WriteImageArchive(path, tmpDir string, img Image) error {
 		"architecture": runtime.GOARCH,
 		"os":           "linux",
 		"created":      time.Unix(0, 0).UTC().Format(time.RFC3339),
-		"config":       map[string]any{"Entrypoint": img.Entrypoint, "Cmd": img.Cmd, "User": img.User},
+		"config":       map[string]any{"Entrypoint": img.Entrypoint, "Cmd": img.Cmd, "User": img.User, "Env": img.Env},
 		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layer.digest}},
 	})
 	if err != nil {

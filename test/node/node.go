@@ -116,6 +116,11 @@ type Options struct {
 	// it only to tell Service from pod traffic); empty means
 	// DefaultServiceCIDR.
 	ServiceCIDR string
+	// Taints are registered on the Node by the kubelet
+	// (registerWithTaints), e.g. a NoSchedule taint that keeps pods meant
+	// for another node (drill agent's, on the same control plane) off this
+	// one; only pods that tolerate it are scheduled here.
+	Taints []corev1.Taint
 	// ReadyTimeout bounds each wait (containerd's socket, a health
 	// endpoint, the Node's Ready condition). Zero means 2 minutes.
 	ReadyTimeout time.Duration
@@ -557,6 +562,12 @@ podLogsDir: %[6]q
 resolvConf: ""
 serializeImagePulls: false
 `, filepath.Base(n.dir), n.sock, n.gateway, port, healthz, filepath.Join(n.dir, "pod-logs"))
+	if len(n.opts.Taints) > 0 {
+		cfg += "registerWithTaints:\n"
+		for _, t := range n.opts.Taints {
+			cfg += fmt.Sprintf("  - key: %q\n    value: %q\n    effect: %q\n", t.Key, t.Value, t.Effect)
+		}
+	}
 	cfgPath := filepath.Join(n.dir, "kubelet.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("start node: %w", err)
