@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -22,6 +23,7 @@ type agentFlags struct {
 	services []string
 	logDir   string
 	kubelet  string
+	lag      time.Duration
 }
 
 // newAgentCommand is `drill agent`: the node agent (internal/nodeagent),
@@ -57,7 +59,17 @@ keep it on loopback or a network only the API server reaches.
 Each --service gets a local Service proxy on HOST:PORT (port 0: a free port,
 printed at start) that routes, like kube-proxy, to the ready endpoints of the
 Service's EndpointSlices, mapping each pod IP to that pod's loopback port.
-Namespace defaults to -n, else the context's namespace.
+Namespace defaults to -n, else the context's namespace. A pod being deleted
+stays routed as before for --endpoint-lag after its deletion began (default
+1s; 0s: the proxy follows the EndpointSlices at once), while its preStop sleep
+and SIGTERM start at once, as kube-proxy learns of a deletion only after the
+EndpointSlice controller and its own sync: a pod that exits at once on SIGTERM
+fails the requests still routed to it, as on a cluster.
+
+A deleted pod's container gets the kubelet's sequence: a Killing Event, its
+preStop hook (a sleep action, or an exec hook that only sleeps; a pod with any
+other preStop hook is not run), SIGTERM, SIGKILL once the deletion's grace
+period is over.
 
 Scope: all namespaces, or only -n/--namespace when given. Pods need exactly
 one container and no init containers. SIGINT or SIGTERM stops every pod
@@ -69,6 +81,7 @@ one container and no init containers. SIGINT or SIGTERM stops every pod
 	fs.StringVar(&f.node, "node", "", "the Node's name (required)")
 	fs.StringArrayVar(&f.services, "service", nil, "route a Service: [NAMESPACE/]NAME=HOST:PORT (repeatable)")
 	fs.StringVar(&f.logDir, "log-dir", "", "directory for the pods' logs, <namespace>_<pod>.log (default: a temporary directory removed at exit)")
+	fs.DurationVar(&f.lag, "endpoint-lag", nodeagent.DefaultEndpointLag, "how long a Service keeps routing to a pod being deleted (kube-proxy's sync lag); 0s: none")
 	fs.StringVar(&f.kubelet, "kubelet-listen", nodeagent.DefaultKubeletListen, "HOST:PORT of the kubelet API (pod logs) the API server dials; port 0: a free port")
 	return cmd
 }
@@ -82,6 +95,13 @@ func runAgent(cmd *cobra.Command, g *Globals, f agentFlags) error {
 	}
 	if errs := validation.IsDNS1123Subdomain(f.node); len(errs) > 0 {
 		return bad("--node %q: %s", f.node, strings.Join(errs, "; "))
+	}
+	if f.lag < 0 || f.lag > 10*time.Second {
+		return bad("--endpoint-lag %s: must be between 0s and 10s", f.lag)
+	}
+	lag := f.lag
+	if lag == 0 {
+		lag = -1 // nodeagent.Config: negative means none
 	}
 	cfg, err := kube.Load(g.Kubeconfig, g.Context, g.Namespace)
 	if err != nil {
@@ -101,7 +121,7 @@ func runAgent(cmd *cobra.Command, g *Globals, f agentFlags) error {
 	}
 	agent, err := nodeagent.New(nodeagent.Config{
 		Client: cs, Node: f.node, Namespace: g.Namespace, Services: routes,
-		Executable: exe, LogDir: f.logDir, KubeletListen: f.kubelet, APIServer: apiHostPort(cfg.Rest.Host), Log: g.Logger.With("component", "agent"),
+		Executable: exe, LogDir: f.logDir, KubeletListen: f.kubelet, EndpointLag: lag, APIServer: apiHostPort(cfg.Rest.Host), Log: g.Logger.With("component", "agent"),
 	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.CouldNotRun, err)

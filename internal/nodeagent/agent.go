@@ -34,13 +34,20 @@
 //     status.daemonEndpoints.kubeletEndpoint), so the API server's
 //     pods/log (kubectl logs -f, client-go GetLogs with Follow) reads a
 //     pod's output;
-//   - stops the process of a pod being deleted (SIGTERM, SIGKILL after the
-//     pod's grace period) and then deletes the pod with grace 0, as the
-//     kubelet confirms a deletion;
+//   - stops the process of a pod being deleted (preStop sleep, SIGTERM,
+//     SIGKILL after the deletion's grace period) and then deletes the pod
+//     with grace 0, as the kubelet confirms a deletion;
+//   - runs a container's preStop sleep (lifecycle.preStop sleep, or an
+//     exec hook that only sleeps) before SIGTERM when it ends a deleted
+//     pod, within the pod's grace period, and emits the kubelet's Killing
+//     Event;
 //   - fronts each Service named in [Config.Services] with a local Service
 //     proxy that routes, as kube-proxy does, to the ready endpoints of the
 //     Service's EndpointSlices, mapping each pod IP back to that pod's
-//     loopback listener. Traffic never goes to a 192.0.2.x address.
+//     loopback listener; a pod being deleted stays routed as before for
+//     [Config.EndpointLag] after its deletion began (kube-proxy's sync
+//     lag), then leaves as a terminating endpoint. Traffic never goes to a
+//     192.0.2.x address.
 //
 // It uses client-go informers, so it survives API server restarts: watches
 // re-establish, and status writes that fail are retried until they land.
@@ -83,6 +90,9 @@ const (
 	// ends, for the pods' processes to stop (each gets at most its grace
 	// period, SIGKILL after).
 	DefaultShutdownTimeout = 40 * time.Second
+	// DefaultEndpointLag is [Config.EndpointLag]'s default, the local
+	// runtime's (environment.local.endpointLag): 1 s.
+	DefaultEndpointLag = time.Second
 	// configRetry is how long the agent waits before trying again to start
 	// a pod whose configuration could not be resolved (e.g. a Secret that
 	// does not exist yet).
@@ -140,6 +150,14 @@ type Config struct {
 	// ShutdownTimeout bounds the stop of every pod at the end of Run;
 	// default [DefaultShutdownTimeout].
 	ShutdownTimeout time.Duration
+	// EndpointLag is how long the Service proxies keep routing to a pod
+	// being deleted, as before, while its preStop hook and SIGTERM start at
+	// once: kube-proxy learns of a deletion only after the EndpointSlice
+	// controller and its own sync (at most once a second in iptables mode
+	// by default), so on a cluster a pod gets new requests for a while
+	// after its SIGTERM. 0 means [DefaultEndpointLag]; negative: none (the
+	// proxies follow the EndpointSlices as soon as they change).
+	EndpointLag time.Duration
 	// Log receives the agent's diagnostics; nil discards them.
 	Log *slog.Logger
 }
@@ -198,6 +216,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	switch {
+	case cfg.EndpointLag == 0:
+		cfg.EndpointLag = DefaultEndpointLag
+	case cfg.EndpointLag < 0:
+		cfg.EndpointLag = 0
+	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -245,7 +269,7 @@ func New(cfg Config) (*Agent, error) {
 			a.Close()
 			return nil, fmt.Errorf("node agent: service %s/%s: %w", r.Namespace, r.Name, err)
 		}
-		a.routes = append(a.routes, &route{ns: r.Namespace, name: r.Name, proxy: p, slices: map[string][]endpointRef{}, set: map[string]string{}})
+		a.routes = append(a.routes, &route{ns: r.Namespace, name: r.Name, proxy: p, slices: map[string][]endpointRef{}, set: map[string]string{}, lagging: map[string]time.Time{}})
 	}
 	return a, nil
 }

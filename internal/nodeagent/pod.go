@@ -220,7 +220,7 @@ func (a *Agent) start(r *podRun, pod *corev1.Pod) {
 	r.mu.Unlock()
 	rep, err := localenv.NewReplica(localenv.ReplicaConfig{
 		Service: r.ns, Pod: r.name, Container: spec.container,
-		Command: spec.argv, Env: env, Port: port, Probes: spec.probes, Grace: r.grace,
+		Command: spec.argv, Env: env, Port: port, Probes: spec.probes, Grace: r.grace, PreStop: spec.preStop,
 		Logs: logFile, Output: outFile, RestartPolicy: string(pod.Spec.RestartPolicy),
 		Options: a.cfg.Runtime, Clock: a.clock,
 		Sink: event.SinkFunc(func(e event.Event) { a.replicaEvent(r, spec.container, e) }),
@@ -255,8 +255,36 @@ func (a *Agent) start(r *podRun, pod *corev1.Pod) {
 	a.rerouteAll()
 }
 
-// terminate stops r's process (SIGTERM; SIGKILL after grace, or after the
-// container's own grace when grace is 0) and forgets the pod; with
+// deleteProcess ends r's process as the kubelet ends a deleted pod's
+// container ([localenv.Replica.Delete]): a Killing event, the preStop
+// sleep, SIGTERM, SIGKILL once grace is over (the preStop sleep included;
+// at least [localenv.MinGrace] after SIGTERM), and waits until it is
+// reaped. Should the runtime not have reaped it 10 s after the grace, it
+// is killed at once.
+func (r *podRun) deleteProcess(grace time.Duration, why string, log *slog.Logger) {
+	rep := r.replica()
+	if rep == nil {
+		return
+	}
+	rep.Delete(localenv.DeleteOptions{Grace: grace, Reason: why})
+	t := time.NewTimer(grace + localenv.MinGrace + 10*time.Second)
+	defer t.Stop()
+	select {
+	case <-rep.Done():
+		return
+	case <-t.C:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // force
+	if err := rep.Stop(ctx); err != nil {
+		log.Warn("stop pod", "pod", r.key, "err", err)
+	}
+}
+
+// terminate ends r's process as the kubelet ends a deleted pod's
+// container (see [podRun.deleteProcess]; grace 0 means the container's
+// own terminationGracePeriodSeconds), keeps its Service endpoints routed
+// for the endpoint lag ([Config.EndpointLag]) and forgets the pod; with
 // confirm, it then deletes the pod with grace 0 as the kubelet confirms a
 // graceful deletion. It returns at once; the work runs in the background.
 func (a *Agent) terminate(r *podRun, grace time.Duration, confirm bool, why string) {
@@ -272,12 +300,11 @@ func (a *Agent) terminate(r *podRun, grace time.Duration, confirm bool, why stri
 	}
 	grace = max(grace, localenv.MinGrace)
 	a.log.Info("stopping pod", "pod", r.key, "why", why, "grace", grace)
+	a.lagDeletion(r)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		r.stopProcess(ctx, a.log)
-		cancel()
+		r.deleteProcess(grace, why, a.log)
 		r.stopWriter()
 		<-r.writerDone
 		r.closeLog()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,9 @@ type processSpec struct {
 	// env is the container's environment in order (KEY=VALUE), without PORT.
 	env    []string
 	probes scenario.Probes
+	// preStop is the container's preStop sleep (0: none), run before
+	// SIGTERM within the grace period as the kubelet runs the hook.
+	preStop time.Duration
 }
 
 // refGetter reads the Secrets and ConfigMaps a container's environment
@@ -64,6 +69,10 @@ func buildProcessSpec(ctx context.Context, pod *corev1.Pod, podIP, hostIP, execu
 	if err != nil {
 		return processSpec{}, fmt.Errorf("container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
+	preStop, err := preStopSleep(c)
+	if err != nil {
+		return processSpec{}, fmt.Errorf("container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
 	env, err := containerEnv(ctx, pod, c, podIP, hostIP, refs)
 	if err != nil {
 		return processSpec{}, fmt.Errorf("container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
@@ -83,7 +92,51 @@ func buildProcessSpec(ctx context.Context, pod *corev1.Pod, podIP, hostIP, execu
 			break
 		}
 	}
-	return processSpec{container: c.Name, argv: argv, env: env, probes: probes}, nil
+	return processSpec{container: c.Name, argv: argv, env: env, probes: probes, preStop: preStop}, nil
+}
+
+// preStopSleep is the sleep of c's preStop hook: the sleep action
+// (lifecycle.preStop.sleep.seconds) or an exec hook that only sleeps
+// (["sleep", "N"], ["/bin/sleep", "N"], or sh -c "sleep N"), the common
+// way to hold a pod in routing until the proxies have taken it out. 0 when
+// c has no preStop hook. Any other hook (httpGet, tcpSocket, another
+// command) is an error wrapping errUnsupported: the agent cannot run it,
+// and ending the pod without it would judge a different shutdown than the
+// cluster's.
+func preStopSleep(c corev1.Container) (time.Duration, error) {
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return 0, nil
+	}
+	h := c.Lifecycle.PreStop
+	switch {
+	case h.Sleep != nil:
+		if h.Sleep.Seconds < 0 {
+			return 0, fmt.Errorf("lifecycle.preStop.sleep.seconds: must be >= 0, got %d", h.Sleep.Seconds)
+		}
+		return time.Duration(h.Sleep.Seconds) * time.Second, nil
+	case h.Exec != nil:
+		if d, ok := sleepCommand(h.Exec.Command); ok {
+			return d, nil
+		}
+		return 0, fmt.Errorf("lifecycle.preStop.exec %q: %w (a preStop exec hook must only sleep: sleep N, or sh -c \"sleep N\")",
+			h.Exec.Command, errUnsupported)
+	}
+	return 0, fmt.Errorf("lifecycle.preStop: %w (sleep, or an exec hook that only sleeps)", errUnsupported)
+}
+
+// sleepCommand recognises a command that only sleeps N whole seconds.
+func sleepCommand(argv []string) (time.Duration, bool) {
+	if len(argv) == 3 && (argv[0] == "sh" || argv[0] == "/bin/sh" || argv[0] == "bash" || argv[0] == "/bin/bash") && argv[1] == "-c" {
+		argv = strings.Fields(argv[2])
+	}
+	if len(argv) != 2 || (argv[0] != "sleep" && argv[0] != "/bin/sleep" && argv[0] != "/usr/bin/sleep") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(argv[1], 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
 }
 
 // containerEnv resolves c's envFrom and env, in the kubelet's order (envFrom

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -125,6 +126,16 @@ func TestBuildProcessSpecErrors(t *testing.T) {
 		}, "livenessProbe: grpc probe", true},
 		{"missing secret", func() *corev1.Pod { c := base; c.Env = []corev1.EnvVar{secretEnv("nope", "url")}; return testPod(c) }, `read Secret nope`, false},
 		{"missing key", func() *corev1.Pod { c := base; c.Env = []corev1.EnvVar{secretEnv("db", "pw")}; return testPod(c) }, `Secret db has no key "pw"`, false},
+		{"preStop httpGet", func() *corev1.Pod {
+			c := base
+			c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/quit"}}}
+			return testPod(c)
+		}, "lifecycle.preStop", true},
+		{"preStop exec other than sleep", func() *corev1.Pod {
+			c := base
+			c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/app/drain"}}}}
+			return testPod(c)
+		}, "lifecycle.preStop.exec", true},
 		{"resource field", func() *corev1.Pod {
 			c := base
 			c.Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}}}
@@ -139,6 +150,37 @@ func TestBuildProcessSpecErrors(t *testing.T) {
 			}
 			if errors.Is(err, errUnsupported) != tc.unsupported {
 				t.Errorf("errors.Is(err, errUnsupported) = %t, want %t", !tc.unsupported, tc.unsupported)
+			}
+		})
+	}
+}
+
+// TestPreStopSleep: the preStop hooks the agent runs (a sleep action, an
+// exec hook that only sleeps) become the sleep before SIGTERM.
+func TestPreStopSleep(t *testing.T) {
+	exec := func(argv ...string) *corev1.Lifecycle {
+		return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: argv}}}
+	}
+	for _, tc := range []struct {
+		name string
+		lc   *corev1.Lifecycle
+		want time.Duration
+	}{
+		{"none", nil, 0},
+		{"no preStop", &corev1.Lifecycle{}, 0},
+		{"sleep action", &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}, 5 * time.Second},
+		{"exec sleep", exec("sleep", "3"), 3 * time.Second},
+		{"exec /bin/sleep", exec("/bin/sleep", "10"), 10 * time.Second},
+		{"sh -c sleep", exec("/bin/sh", "-c", "sleep 7"), 7 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := corev1.Container{Name: "app", Command: []string{"srv"}, Lifecycle: tc.lc}
+			got, err := buildProcessSpec(context.Background(), testPod(c), "192.0.2.2", "192.0.2.1", "", mapRefs{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.preStop != tc.want {
+				t.Errorf("preStop = %s, want %s", got.preStop, tc.want)
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -32,10 +33,10 @@ import (
 	"github.com/drillhq/drill/internal/testutil/testproc"
 )
 
-// apply creates the Deployment and Service of scenarios/k8s/manifests/file
-// in the test namespace with client-go, for drill agent's node, and
-// deletes them when the test ends, waiting until the agent has stopped and
-// deleted every pod.
+// apply creates the Deployment, Service and PodDisruptionBudget of
+// scenarios/k8s/manifests/file in the test namespace with client-go, for
+// drill agent's node, and deletes them when the test ends, waiting until
+// the agent has stopped and deleted every pod.
 func (e *clusterEnv) apply(t *testing.T, file string) {
 	t.Helper()
 	e.applyTo(t, file, false)
@@ -119,6 +120,18 @@ func (e *clusterEnv) applyTo(t *testing.T, file string, kubelet bool) {
 				defer cancel()
 				if err := e.cs.CoreV1().Services(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 					t.Errorf("delete Service %s: %v", name, err)
+				}
+			})
+		case *policyv1.PodDisruptionBudget:
+			if _, err := e.cs.PolicyV1().PodDisruptionBudgets(namespace).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create PodDisruptionBudget %s: %v", o.Name, err)
+			}
+			name := o.Name
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := e.cs.PolicyV1().PodDisruptionBudgets(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					t.Errorf("delete PodDisruptionBudget %s: %v", name, err)
 				}
 			})
 		default:

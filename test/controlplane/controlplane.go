@@ -57,10 +57,12 @@ const ContextName = "drill-test"
 // controller (so deleting a namespace finishes), the Job controller (drill's
 // load workers are an Indexed Job: it makes their pods with their completion
 // indexes and counts them Succeeded or Failed) and the TTL-after-finished
-// controller (it deletes a finished Job drill could not). The node-lifecycle
+// controller (it deletes a finished Job drill could not), and the disruption
+// controller (it keeps a PodDisruptionBudget's status, which the eviction API
+// reads: without it every eviction a budget covers is refused). The node-lifecycle
 // controller is deliberately absent: without a kubelet renewing node leases it
 // would mark nodes NotReady and evict their pods.
-var DefaultControllers = []string{"endpointslice", "replicaset", "deployment", "serviceaccount", "garbagecollector", "namespace", "job", "ttl-after-finished"}
+var DefaultControllers = []string{"endpointslice", "replicaset", "deployment", "serviceaccount", "garbagecollector", "namespace", "job", "ttl-after-finished", "disruption"}
 
 // Options configures Start. The zero value is usable.
 type Options struct {
