@@ -1,14 +1,11 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drillhq/drill/internal/event"
 	"github.com/drillhq/drill/internal/inject"
@@ -39,22 +36,6 @@ func TestRolloutPair(t *testing.T) {
 			selector: "app=order-gateway", service: "order-gateway", also: rolloutCompleted},
 		{file: "orders-rollout-naive", manifests: []string{"order-gateway-naive-build.yaml"},
 			selector: "app=order-gateway-naive", service: "order-gateway-naive", also: rolloutCompleted},
-	} {
-		t.Run(d.file, func(t *testing.T) { runK8sDrill(t, d) })
-	}
-}
-
-// TestDrainPair: scenarios/k8s/orders-drain.yaml (a PodDisruptionBudget of
-// minAvailable 2) passes every assertion, exit 0, with one pod evicted and
-// two evictions refused; its naive twin (no budget) evicts all three and
-// fails exactly what its expect.fail declares, exit 1. The node is
-// uncordoned after either.
-func TestDrainPair(t *testing.T) {
-	for _, d := range []k8sDrill{
-		{file: "orders-drain", manifests: []string{"order-gateway.yaml", "order-gateway-pdb.yaml"},
-			selector: "app=order-gateway", service: "order-gateway", also: drained(1, 2)},
-		{file: "orders-drain-naive", manifests: []string{"order-gateway.yaml"},
-			selector: "app=order-gateway", service: "order-gateway", also: drained(3, 0)},
 	} {
 		t.Run(d.file, func(t *testing.T) { runK8sDrill(t, d) })
 	}
@@ -158,38 +139,4 @@ func rolloutCompleted(t *testing.T, _ *clusterEnv, run *record.Run) {
 		t.Errorf("rollout: restart patch at %s, RolloutComplete at %s, fault-off at %s: out of order", restart[0], done[0], off[0])
 	}
 	t.Logf("rollout: restart patch at %s, complete at %s (%.1f s)", restart[0], done[0], (done[0] - restart[0]).Seconds())
-}
-
-// drained checks that the drain evicted and was refused as many pods as
-// said, each after the cordon and before the uncordon, and that the node
-// is schedulable after the run.
-func drained(evicted, refused int) func(t *testing.T, e *clusterEnv, run *record.Run) {
-	return func(t *testing.T, e *clusterEnv, run *record.Run) {
-		t.Helper()
-		const fault = "drain-node"
-		cordon := faultEvents(run, event.K8sEvent, fault, inject.ReasonCordon)
-		uncordon := faultEvents(run, event.K8sEvent, fault, inject.ReasonUncordon)
-		ev := faultEvents(run, event.K8sEvent, fault, inject.ReasonEvicted)
-		ref := faultEvents(run, event.K8sEvent, fault, inject.ReasonEvictionRefused)
-		if len(ev) != evicted || len(ref) != refused {
-			t.Errorf("the drain evicted %d pods and was refused %d, want %d and %d", len(ev), len(ref), evicted, refused)
-		}
-		if len(cordon) != 1 || len(uncordon) != 1 {
-			t.Fatalf("%d cordon and %d uncordon events, want one each", len(cordon), len(uncordon))
-		}
-		for _, at := range append(ev, ref...) {
-			if at < cordon[0] || at > uncordon[0] {
-				t.Errorf("an eviction at %s outside the cordon (%s to %s)", at, cordon[0], uncordon[0])
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		n, err := e.cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n.Spec.Unschedulable {
-			t.Errorf("node %s still cordoned after the run", nodeName)
-		}
-	}
 }
