@@ -163,15 +163,7 @@ func (p *composePodKill) Describe() string {
 	if p.fault.Signal == scenario.SignalKill {
 		how = "SIGKILL"
 	}
-	var which string
-	switch f := p.fault; {
-	case len(f.Pods) > 0:
-		which = "containers " + podsDescribe(f.Pods)
-	case f.Percent != nil:
-		which = fmt.Sprintf("%d%% of the containers, at random (seed %d)", *f.Percent, *p.seed)
-	default:
-		which = fmt.Sprintf("%d container(s), at random (seed %d)", *f.Count, *p.seed)
-	}
+	which := choiceDescribe(p.fault, p.seed, "container")
 	return fmt.Sprintf("stop %s of Compose service %s (%s); drill starts each again once it stopped", which, p.fault.Service, how)
 }
 

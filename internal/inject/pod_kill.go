@@ -70,15 +70,7 @@ func (p *podKill) Describe() string {
 	if p.fault.Signal == scenario.SignalKill {
 		how = "SIGKILL"
 	}
-	var which string
-	switch f := p.fault; {
-	case len(f.Pods) > 0:
-		which = "pods " + podsDescribe(f.Pods)
-	case f.Percent != nil:
-		which = fmt.Sprintf("%d%% of the pods, at random (seed %d)", *f.Percent, *p.seed)
-	default:
-		which = fmt.Sprintf("%d pod(s), at random (seed %d)", *f.Count, *p.seed)
-	}
+	which := choiceDescribe(p.fault, p.seed, "pod")
 	return fmt.Sprintf("delete %s of service %s (%s); each is replaced in its slot", which, p.fault.Service, how)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drillhq/drill/internal/localenv"
 	"github.com/drillhq/drill/internal/proctree"
+	"github.com/drillhq/drill/internal/scenario"
 )
 
 // PodSet is a local service whose pods the pod-kill and rollout faults
@@ -98,4 +99,18 @@ func podsDescribe(pods []string) string {
 	s := append([]string(nil), pods...)
 	sort.Strings(s)
 	return strings.Join(s, ", ")
+}
+
+// choiceDescribe says which of a service's noun (pods, containers) a
+// pod-kill fault f ends: the named ones, a percentage or a count chosen at
+// random with seed.
+func choiceDescribe(f scenario.Fault, seed *int64, noun string) string {
+	switch {
+	case len(f.Pods) > 0:
+		return noun + "s " + podsDescribe(f.Pods)
+	case f.Percent != nil:
+		return fmt.Sprintf("%d%% of the %ss, at random (seed %d)", *f.Percent, noun, *seed)
+	default:
+		return fmt.Sprintf("%d %s(s), at random (seed %d)", *f.Count, noun, *seed)
+	}
 }
