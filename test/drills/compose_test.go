@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/drillhq/drill/internal/testutil/dockertest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,25 +74,6 @@ func composeSetup(t *testing.T, work string) (string, compose.Docker) {
 	return bin, cli
 }
 
-// runLabelled lists the containers and networks labelled with run.
-func runLabelled(t *testing.T, run string) string {
-	t.Helper()
-	var out []string
-	for _, args := range [][]string{
-		{"ps", "-a", "--filter", "label=" + compose.LabelRun + "=" + run, "--format", "container {{.Names}}"},
-		{"network", "ls", "--filter", "label=" + compose.LabelRun + "=" + run, "--format", "network {{.Name}}"},
-	} {
-		b, err := exec.Command("docker", args...).Output()
-		if err != nil {
-			t.Fatalf("docker %s: %v", strings.Join(args, " "), err)
-		}
-		if s := strings.TrimSpace(string(b)); s != "" {
-			out = append(out, s)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // TestComposeDrillPair runs the CI-size ADR 0077 pairs (overload, and
 // PostgreSQL lost after the start) on this machine's Docker engine behind
 // the real Traefik (a service of the Compose file): the correct build must
@@ -129,7 +111,7 @@ func TestComposeDrillPair(t *testing.T) {
 				t.Fatalf("drill exited %d and its record cannot be read: %v\n%s", code, loadErr, testproc.Tail(console, 15))
 			}
 			logRun(t, run)
-			if left := runLabelled(t, run.RunID); left != "" {
+			if left := dockertest.Leftovers(t, run.RunID); left != "" {
 				t.Errorf("the run left:\n%s", left)
 			}
 			if code == record.ExitInvalid {
@@ -267,7 +249,7 @@ func TestComposeCleanupAfterSIGKILL(t *testing.T) {
 		}
 		// Both containers: order-gateway's and Traefik's.
 		if run != "" {
-			if left := runLabelled(t, run); strings.Count(left, "container ") >= 2 && strings.Contains(left, "-traefik") {
+			if left := dockertest.Leftovers(t, run); strings.Count(left, "container ") >= 2 && strings.Contains(left, "-traefik") {
 				break
 			}
 		}
@@ -282,7 +264,7 @@ func TestComposeCleanupAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	before := runLabelled(t, run)
+	before := dockertest.Leftovers(t, run)
 	if !strings.Contains(before, "container ") || !strings.Contains(before, "network ") {
 		t.Fatalf("after SIGKILL, want the run's container and network still there, got %q", before)
 	}
@@ -295,7 +277,7 @@ func TestComposeCleanupAfterSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("drill cleanup: %v\n%s", err, out)
 	}
-	if left := runLabelled(t, run); left != "" {
+	if left := dockertest.Leftovers(t, run); left != "" {
 		t.Errorf("after drill cleanup the run left:\n%s\ncleanup said:\n%s", left, out)
 	}
 }

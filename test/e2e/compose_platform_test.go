@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/drillhq/drill/internal/testutil/dockertest"
 	"net"
 	"os"
 	"os/exec"
@@ -82,25 +83,6 @@ func composeCase(t *testing.T, c *caseEnv, grace string, stubborn bool) {
 			t.Errorf("remove what the run left: %v", err)
 		}
 	})
-}
-
-// labelled lists the containers and networks of run still on the engine.
-func labelled(t *testing.T, run string) string {
-	t.Helper()
-	var out []string
-	for _, args := range [][]string{
-		{"ps", "-a", "--filter", "label=" + compose.LabelRun + "=" + run, "--format", "container {{.Names}} {{.State}}"},
-		{"network", "ls", "--filter", "label=" + compose.LabelRun + "=" + run, "--format", "network {{.Name}}"},
-	} {
-		b, err := exec.Command("docker", args...).Output()
-		if err != nil {
-			t.Fatalf("docker %s: %v", strings.Join(args, " "), err)
-		}
-		if s := strings.TrimSpace(string(b)); s != "" {
-			out = append(out, s)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // runEvents reads the events of run.json in dir.
@@ -187,7 +169,7 @@ func TestComposePlatformFaults(t *testing.T) {
 	if !strings.Contains(readFile(filepath.Join(c.Out, "run.json")), `"pods replaced by faults"`) {
 		t.Error("run.json's restarts result does not count the pods replaced by faults")
 	}
-	if left := labelled(t, c.RunID); left != "" {
+	if left := dockertest.Leftovers(t, c.RunID); left != "" {
 		t.Errorf("the run left on the engine:\n%s", left)
 	}
 }
@@ -220,7 +202,7 @@ func TestComposeSIGKILLMidRollout(t *testing.T) {
 	if _, sig := p.exit(); sig != syscall.SIGKILL {
 		t.Fatalf("drill ended by signal %v, want SIGKILL", sig)
 	}
-	if left := labelled(t, c.RunID); !strings.Contains(left, "running") {
+	if left := dockertest.Leftovers(t, c.RunID); !strings.Contains(left, "running") {
 		t.Fatalf("right after the SIGKILL the container is not stopping (running, SIGTERM ignored); the test needs it:\n%s", left)
 	}
 	code, out := runDrill(t, c, drill, "cleanup", "--state-dir", c.State, "--run", c.RunID)
@@ -235,7 +217,7 @@ func TestComposeSIGKILLMidRollout(t *testing.T) {
 	if !strings.Contains(out, "removed container "+name) {
 		t.Errorf("drill cleanup did not remove the run's project:\n%s", out)
 	}
-	if left := labelled(t, c.RunID); left != "" {
+	if left := dockertest.Leftovers(t, c.RunID); left != "" {
 		t.Errorf("after drill cleanup the engine still has:\n%s", left)
 	}
 	code, out = runDrill(t, c, drill, "cleanup", "--state-dir", c.State, "--run", c.RunID)
